@@ -1,0 +1,82 @@
+"""The units the pipeline moves: a wiki page, and the evidence extracted from it."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from typing import Literal
+
+EvidenceKind = Literal["passage", "list", "table", "row"]
+
+
+@dataclass(frozen=True)
+class Page:
+    """One Confluence page, body in storage format (XHTML with ac:/ri: macros), as the REST API returns it."""
+
+    id: str
+    space: str
+    title: str
+    url: str
+    body: str
+    version: int = 1
+    last_modified: str = ""  # ISO 8601
+    ancestors: tuple[str, ...] = ()  # breadcrumb titles, root first
+    labels: tuple[str, ...] = ()
+
+    @property
+    def content_hash(self) -> str:
+        """Hash of everything that ends up inside an evidence: a change here means re-indexing."""
+        h = hashlib.sha256()
+        for part in (self.title, " / ".join(self.ancestors), self.body, self.space, self.url):
+            h.update(part.encode("utf-8"))
+            h.update(b"\x00")
+        return h.hexdigest()[:32]
+
+
+@dataclass(frozen=True)
+class Element:
+    """A raw piece of a page in reading order, before contextualization."""
+
+    kind: EvidenceKind
+    text: str  # readable text; a row is already verbalized ("Row 2 in Table 1: Member is Alice, and ...")
+    heading: str = ""  # the closest heading above it ("" when none)
+    table_no: int | None = None  # 1-based, for tables and rows
+    row_no: int | None = None  # 1-based, for rows
+    cells: tuple[tuple[str, str], ...] = ()  # (column header, value) pairs, for rows
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """A retrievable unit: the raw text users see, and the contextualized text retrieval and the LLM see."""
+
+    id: str  # "<page_id>:<position>"
+    page_id: str
+    space: str
+    page_title: str
+    url: str
+    page_version: int
+    kind: EvidenceKind
+    position: int  # order within the page, 0-based
+    text: str  # raw evidence text, shown to users
+    context_text: str  # title / heading / before / evidence / after: what is embedded, matched and prompted
+    heading: str = ""
+    table_no: int | None = None
+    row_no: int | None = None
+    cells: tuple[tuple[str, str], ...] = field(default=())
+    last_modified: str = ""
+
+    @property
+    def label(self) -> str:
+        """A short human label: 'Page title (row 7)'."""
+        if self.kind == "row" and self.row_no is not None:
+            return f"{self.page_title} (row {self.row_no})"
+        return self.page_title
+
+
+@dataclass(frozen=True)
+class PageFailure:
+    """A page that could not be turned into evidence: skipped and reported, never fatal."""
+
+    page_id: str
+    title: str
+    reason: str
