@@ -1,0 +1,118 @@
+"""Round-trips through the real Chroma and BM25 stores in a temporary folder."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from threadwise.core.embedders import HashingEmbedder
+from threadwise.core.index import EvidenceIndex
+from threadwise.core.page import Evidence, Page
+from threadwise.core.retrieval import RetrievalOptions, Retriever, reciprocal_rank_fusion
+
+
+def page(pid: str, body: str, *, version: int = 1, space: str = "ENG", title: str = "") -> Page:
+    return Page(id=pid, space=space, title=title or f"Page {pid}", url=f"https://wiki/p/{pid}", body=body,
+                version=version)
+
+
+def evidences(p: Page, texts: list[str]) -> list[Evidence]:
+    return [
+        Evidence(id=f"{p.id}:{i}", page_id=p.id, space=p.space, page_title=p.title, url=p.url,
+                 page_version=p.version, kind="passage", position=i, text=t, context_text=f"{p.title}\n{t}")
+        for i, t in enumerate(texts)
+    ]
+
+
+def put(index: EvidenceIndex, p: Page) -> bool:
+    return index.put_page(p, evidences(p, p.body.split("|")))
+
+
+def open_index(tmp_path: Path) -> EvidenceIndex:
+    return EvidenceIndex(directory=tmp_path / "idx", embedder=HashingEmbedder())
+
+
+def top_page(index: EvidenceIndex, query: str, mode: str = "hybrid", spaces: list[str] | None = None) -> str | None:
+    r = Retriever(index=index, embedder=index.embedder, options=RetrievalOptions(mode=mode))  # type: ignore[arg-type]
+    got = r.retrieve(query, spaces)
+    return got.evidences[0].page_id if got.evidences else None
+
+
+def test_add_query_replace_delete_and_restart(tmp_path: Path) -> None:
+    index = open_index(tmp_path)
+    assert put(index, page("1", "The TPM version is 2.0|Dell Optiplex 7040 uses BIOS 1.14.0"))
+    assert put(index, page("2", "Vacation requests go to the team lead|Expense reports are due monthly"))
+    assert index.count() == 4
+    for mode in ("hybrid", "lexical", "dense"):
+        assert top_page(index, "which BIOS version on the Optiplex", mode) == "1"
+    assert top_page(index, "expense reports due", "lexical") == "2"
+
+    # unchanged page: nothing embedded
+    before = index.embedded_pages
+    assert not put(index, page("1", "The TPM version is 2.0|Dell Optiplex 7040 uses BIOS 1.14.0"))
+    assert index.embedded_pages == before
+
+    # replaced page: old evidence is gone from both stores
+    assert put(index, page("1", "Kubernetes cluster upgrade notes", version=2))
+    assert index.page_states()["1"].version == 2
+    assert top_page(index, "Optiplex BIOS 1.14.0", "lexical") != "1"
+    assert top_page(index, "Kubernetes cluster upgrade", "lexical") == "1"
+
+    # restart: a new instance over the same folder sees the same state
+    index2 = open_index(tmp_path)
+    assert index2.count() == 3
+    assert top_page(index2, "Kubernetes cluster upgrade") == "1"
+
+    index2.delete_page("1")
+    assert top_page(index2, "Kubernetes cluster upgrade", "lexical") is None
+    assert set(index2.page_states()) == {"2"}
+    assert open_index(tmp_path).count() == 2
+
+
+def test_space_filter_and_delete_space(tmp_path: Path) -> None:
+    index = open_index(tmp_path)
+    put(index, page("1", "release checklist for OXT-239", space="ENG"))
+    put(index, page("2", "release checklist for the office move", space="HR"))
+    assert top_page(index, "release checklist", "lexical", ["HR"]) == "2"
+    assert top_page(index, "release checklist", "dense", ["ENG"]) == "1"
+    assert top_page(index, "OXT-239", "lexical") == "1"
+    assert index.delete_space("HR") == 1
+    assert index.spaces() == ["ENG"]
+    assert top_page(index, "office move", "lexical", ["HR"]) is None
+
+
+def test_interrupted_update_keeps_previous_state(tmp_path: Path) -> None:
+    """New rows written but the manifest never switched (a crash): queries still answer from the old page."""
+    index = open_index(tmp_path)
+    old = page("1", "The wiki moved to Confluence in 2019")
+    put(index, old)
+    new = page("1", "The wiki moved to Notion in 2024", version=2)
+    index.chroma.add(evidences(new, [new.body]), index.embedder.embed([new.body]), new.content_hash)
+
+    reopened = open_index(tmp_path)
+    got = Retriever(index=reopened, embedder=reopened.embedder).retrieve("where did the wiki move")
+    assert [e.text for e in got.evidences] == ["The wiki moved to Confluence in 2019"]
+    reopened.flush()  # sweeps the orphan rows
+    assert reopened.chroma.count() == 1
+    assert put(reopened, new)
+    got = Retriever(index=reopened, embedder=reopened.embedder).retrieve("where did the wiki move")
+    assert [e.text for e in got.evidences] == ["The wiki moved to Notion in 2024"]
+
+
+def test_embedder_mismatch_is_refused(tmp_path: Path) -> None:
+    open_index(tmp_path)
+
+    class Other(HashingEmbedder):
+        name = "other"
+
+    try:
+        EvidenceIndex(directory=tmp_path / "idx", embedder=Other())
+    except ValueError as err:
+        assert "hashing" in str(err)
+    else:
+        raise AssertionError("mismatched embedder accepted")
+
+
+def test_rrf() -> None:
+    fused = reciprocal_rank_fusion([["a", "b", "c"], ["b", "c", "d"]], k=60)
+    assert [x for x, _ in fused][:2] == ["b", "c"]
+    assert abs(dict(fused)["b"] - (1 / 62 + 1 / 61)) < 1e-12

@@ -1,0 +1,85 @@
+"""Lexical half of the index: BM25 (bm25s) over the contextualized evidence texts.
+
+bm25s builds a static index, so this store is derived from the dense store's rows: rebuilt when the index
+generation moves on, saved beside Chroma with the generation it was built for, and loaded if still current.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Sequence
+from pathlib import Path
+
+import bm25s
+import numpy as np
+
+from threadwise.core.tokenize import tokenize
+
+
+class BM25Store:
+    def __init__(self, *, directory: Path) -> None:
+        self.directory = directory
+        self.generation = -1
+        self._ids: list[str] = []
+        self._spaces: np.ndarray = np.array([], dtype=object)
+        self._model: bm25s.BM25 | None = None
+
+    def load(self, generation: int) -> bool:
+        """Load the saved index if it was built for `generation`."""
+        meta_file = self.directory / "meta.json"
+        if not meta_file.exists():
+            return False
+        meta = json.loads(meta_file.read_text())
+        if meta.get("generation") != generation:
+            return False
+        self._ids = meta["ids"]
+        self._spaces = np.array(meta["spaces"], dtype=object)
+        self._model = bm25s.BM25.load(str(self.directory / "model")) if self._ids else None
+        self.generation = generation
+        return True
+
+    def rebuild(
+        self, generation: int, ids: Sequence[str], texts: Sequence[str], spaces: Sequence[str]
+    ) -> None:
+        """Build from rows and save atomically (write beside, then swap the folder)."""
+        self._ids = list(ids)
+        self._spaces = np.array(list(spaces), dtype=object)
+        self._model = None
+        if self._ids:
+            model = bm25s.BM25()
+            model.index([tokenize(t) or ["_empty_"] for t in texts], show_progress=False)
+            self._model = model
+        self.generation = generation
+        tmp = self.directory.with_name(self.directory.name + ".tmp")
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir(parents=True)
+        if self._model is not None:
+            self._model.save(str(tmp / "model"))
+        (tmp / "meta.json").write_text(
+            json.dumps({"generation": generation, "ids": self._ids, "spaces": list(self._spaces)})
+        )
+        old = self.directory.with_name(self.directory.name + ".old")
+        shutil.rmtree(old, ignore_errors=True)
+        if self.directory.exists():
+            self.directory.rename(old)
+        tmp.rename(self.directory)
+        shutil.rmtree(old, ignore_errors=True)
+
+    def search(self, query: str, k: int, spaces: Sequence[str] | None = None) -> list[tuple[str, float]]:
+        """Best rows as (row id, BM25 score), best first; rows with score 0 are left out."""
+        terms = tokenize(query)
+        if self._model is None or not terms:
+            return []
+        known = [t for t in terms if t in self._model.vocab_dict]
+        if not known:
+            return []
+        mask = None
+        if spaces:
+            mask = np.isin(self._spaces, list(spaces)).astype(np.float32)
+            if not mask.any():
+                return []
+        docs, scores = self._model.retrieve(
+            [known], k=min(k, len(self._ids)), show_progress=False, weight_mask=mask, n_threads=1
+        )
+        return [(self._ids[int(d)], float(s)) for d, s in zip(docs[0], scores[0], strict=True) if s > 0]

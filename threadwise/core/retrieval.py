@@ -1,0 +1,122 @@
+"""Hybrid retrieval: lexical (BM25) and dense top-k, fused by reciprocal rank fusion, optionally re-ranked.
+
+Every stage's ranked list is kept with its scores: users can open the trace and see why an evidence came first.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+from threadwise.core.hits import Hit
+from threadwise.core.index import EvidenceIndex, ScoredEvidence
+from threadwise.core.page import Evidence
+from threadwise.core.protocols import Embedder, Reranker
+
+Mode = Literal["hybrid", "lexical", "dense"]
+
+
+@dataclass(frozen=True)
+class RetrievalOptions:
+    mode: Mode = "hybrid"
+    candidates: int = 50  # top-k taken from each of lexical and dense
+    top_k: int = 10  # evidences handed to the answerer
+    rrf_k: int = 60
+    rerank_depth: int = 30  # fused candidates the cross-encoder re-scores, when one is configured
+
+
+@dataclass(frozen=True)
+class Retrieval:
+    """The outcome of one retrieval, with each stage for the trace."""
+
+    query: str
+    evidences: list[Evidence]  # the final top-k, best first
+    lexical: list[Hit] = field(default_factory=list)
+    dense: list[Hit] = field(default_factory=list)
+    fused: list[Hit] = field(default_factory=list)
+    reranked: list[Hit] = field(default_factory=list)
+    timings_ms: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def final(self) -> list[Hit]:
+        return self.reranked or self.fused
+
+
+def reciprocal_rank_fusion(rankings: Sequence[Sequence[str]], *, k: int = 60) -> list[tuple[str, float]]:
+    """RRF (Cormack et al. 2009): score(d) = sum over rankings of 1 / (k + rank(d)). Ties keep first-seen order."""
+    scores: dict[str, float] = {}
+    for ranking in rankings:
+        for rank, item in enumerate(ranking, start=1):
+            scores[item] = scores.get(item, 0.0) + 1.0 / (k + rank)
+    return sorted(scores.items(), key=lambda kv: -kv[1])
+
+
+def _hits(scored: Sequence[ScoredEvidence]) -> list[Hit]:
+    return [Hit(s.evidence.id, s.score, i + 1) for i, s in enumerate(scored)]
+
+
+class Retriever:
+    """Runs the retrieval stages over an `EvidenceIndex`."""
+
+    def __init__(
+        self,
+        *,
+        index: EvidenceIndex,
+        embedder: Embedder,
+        reranker: Reranker | None = None,
+        options: RetrievalOptions | None = None,
+    ) -> None:
+        self.index = index
+        self.embedder = embedder
+        self.reranker = reranker
+        self.options = options or RetrievalOptions()
+
+    def retrieve(self, query: str, spaces: Sequence[str] | None = None) -> Retrieval:
+        opts = self.options
+        timings: dict[str, float] = {}
+        pool: dict[str, Evidence] = {}
+
+        lexical: list[ScoredEvidence] = []
+        dense: list[ScoredEvidence] = []
+        if opts.mode in ("hybrid", "lexical"):
+            t = time.perf_counter()
+            lexical = self.index.search_lexical(query, opts.candidates, spaces)
+            timings["lexical"] = (time.perf_counter() - t) * 1000
+        if opts.mode in ("hybrid", "dense"):
+            t = time.perf_counter()
+            vector = self.embedder.embed([query])[0]
+            timings["embed_query"] = (time.perf_counter() - t) * 1000
+            t = time.perf_counter()
+            dense = self.index.search_dense(vector, opts.candidates, spaces)
+            timings["dense"] = (time.perf_counter() - t) * 1000
+        for s in [*lexical, *dense]:
+            pool.setdefault(s.evidence.id, s.evidence)
+
+        t = time.perf_counter()
+        fused_pairs = reciprocal_rank_fusion(
+            [[s.evidence.id for s in lexical], [s.evidence.id for s in dense]], k=opts.rrf_k
+        )
+        fused = [Hit(eid, score, i + 1) for i, (eid, score) in enumerate(fused_pairs)]
+        timings["fuse"] = (time.perf_counter() - t) * 1000
+
+        reranked: list[Hit] = []
+        if self.reranker is not None and fused:
+            t = time.perf_counter()
+            head = fused[: opts.rerank_depth]
+            scores = self.reranker.score(query, [pool[h.evidence_id].context_text for h in head])
+            order = sorted(zip(head, scores, strict=True), key=lambda hs: -hs[1])
+            reranked = [Hit(h.evidence_id, float(s), i + 1) for i, (h, s) in enumerate(order)]
+            timings["rerank"] = (time.perf_counter() - t) * 1000
+
+        final = reranked or fused
+        return Retrieval(
+            query=query,
+            evidences=[pool[h.evidence_id] for h in final[: opts.top_k]],
+            lexical=_hits(lexical),
+            dense=_hits(dense),
+            fused=fused,
+            reranked=reranked,
+            timings_ms=timings,
+        )

@@ -1,0 +1,57 @@
+"""The lexical tokenizer for BM25: keeps version strings (9.0.2) and issue keys (OXT-239) whole, stems words.
+
+Words are lower-cased and stemmed with the English Snowball stemmer, and German umlauts/ß are folded so that
+"Größe" and "groesse" meet. Compound tokens are emitted whole *and* as their parts, so "OXT-239" matches a
+question that says "OXT 239", and "9.0.2" also yields "9.0" so it matches a question about "9.0".
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+import Stemmer
+
+_TOKEN = re.compile(
+    r"[A-Za-z][A-Za-z0-9]*-\d+"  # issue keys: OXT-239, ABC2-12
+    r"|\d+(?:[.,]\d+)+[A-Za-z]*"  # versions and decimals: 9.0.2, 1.14.0, 3,5
+    r"|\w+",
+    re.UNICODE,
+)
+_FOLD = str.maketrans({"ä": "ae", "ö": "oe", "ü": "ue", "ß": "ss"})
+
+STOPWORDS = frozenset(
+    """a an and are as at be by do does did for from has have how i in is it its of on or that the this to
+    was were what when where which who whom why will with you your we our can could should would there their
+    they them these those than then so if not no into about also any all been being but each other such
+    der die das den dem des ein eine einer einem einen eines und oder ist sind war waren wird werden wurde
+    wurden wie was wer wo wann warum welche welcher welches welchen mit von zu zum zur im in am an auf aus
+    für fuer bei nach über ueber unter vor es sie er ich wir ihr man nicht kein keine auch noch nur so dass
+    hat haben hatte gibt gab um als durch bis""".split()
+)
+
+_stemmer = Stemmer.Stemmer("english")
+
+
+@lru_cache(maxsize=200_000)
+def _stem(word: str) -> str:
+    return str(_stemmer.stemWord(word))
+
+
+def tokenize(text: str) -> list[str]:
+    """Split `text` into BM25 terms."""
+    terms: list[str] = []
+    for match in _TOKEN.finditer(text.lower()):
+        token = match.group(0).translate(_FOLD)
+        if "-" in token:  # issue key: whole and its parts
+            terms.append(token)
+            terms.extend(p for p in token.split("-") if p)
+            continue
+        if "." in token or "," in token:  # version: whole and its shorter prefixes (9.0.2 -> 9.0)
+            parts = re.split(r"[.,]", token)
+            terms.extend(".".join(parts[:n]) for n in range(len(parts), 1, -1))
+            continue
+        if token in STOPWORDS or token == "_":
+            continue
+        terms.append(_stem(token) if token.isalpha() else token)
+    return terms
