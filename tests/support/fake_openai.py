@@ -37,7 +37,7 @@ from typing import Any
 Responder = Callable[[dict[str, Any]], str]
 
 _CHAT_PATH = re.compile(
-    r"^(/v1)?/chat/completions$|^/openai/deployments/(?P<deployment>[^/]+)/chat/completions$"
+    r"^/v1/chat/completions$|^/openai/deployments/(?P<deployment>[^/]+)/chat/completions$"
 )
 _SOURCE = re.compile(r'<source id="(\d+)"[^>]*>\s*(.*?)\s*</source>', re.DOTALL)
 
@@ -171,7 +171,9 @@ class FakeOpenAI:
         handler = type("Handler", (_Handler,), {"fake": self})
         self._server = ThreadingHTTPServer((self.host, self.port), handler)
         self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, name="fake-openai", daemon=True)
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.02}, name="fake-openai", daemon=True
+        )
         self._thread.start()
         return self
 
