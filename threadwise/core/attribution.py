@@ -1,0 +1,443 @@
+"""Counterfactual attribution (RAGonite, Algorithm 1): which sources *caused* an answer.
+
+Idea: remove a group of redundant sources, answer again, and see how much the answer changes. A source
+whose removal changes the answer a lot contributed a lot.
+
+1. Cluster the evidences E by content (DBSCAN, cosine distance), so duplicates are removed together;
+   points DBSCAN calls noise are clusters of their own.
+2. For each cluster i and repeat j = 1..m: a_ij = answer(q, E without cluster i);
+   s_ij = cosine(embed(q + " " + a), embed(q + " " + a_ij)).
+3. Contribution c_i = 1 - mean_j s_ij; attribution = softmax(c_i / t) over the clusters.
+   Each evidence reports its cluster's share; the page roll-up splits a cluster's share evenly over its
+   evidences and sums by page, so pages add up to 1.
+4. Naive baseline (the paper's comparison): softmax(cosine(embed(a), evidence embedding) / t_naive).
+
+All clusters x m counterfactual answers run at once in a bounded thread pool, so the wall time is about
+one answer call. A call that raises is retried once; a cluster none of whose repeats could be answered is
+reported as unscored (with the error) and the shares are taken over the scored clusters.
+
+Note: the paper's pseudo-code writes softmax(s_i) of the *similarity*; the text (and the idea) make the
+contribution the *change*, so we take softmax over 1 - s_i.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Collection, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+from sklearn.cluster import DBSCAN
+
+from threadwise.core.answering import Answer, Answerer
+from threadwise.core.page import Evidence
+from threadwise.core.protocols import Embedder
+
+# Paper: t = 0.05 skews the distribution to the 1-3 evidences that matter.
+DEFAULT_TEMPERATURE = 0.05
+# DBSCAN radius in cosine distance for the default embedder (USE multilingual v3, 512-d). Measured on
+# ConfQuestions evidence (see README / report): exact and near duplicates lie below ~0.01, distinct rows of
+# one table at >= 0.03. The paper's 0.005 was for bge-m3.
+DEFAULT_EPS = 0.02
+DEFAULT_MIN_SAMPLES = 2
+# Softmax temperature for the naive baseline. The paper does not give one; we use the same t as for the
+# counterfactual shares so both distributions read alike. Accuracy only uses the argmax, which t does not
+# change.
+NAIVE_TEMPERATURE = DEFAULT_TEMPERATURE
+# A contribution below this counts as "the answer did not change".
+UNCHANGED = 1e-4
+
+# "[Source 3]", "[Sources 1, 2]", "[Quelle 2]": numbering shifts when sources are removed, so citation
+# markers are dropped before answers are compared.
+_CITATION = re.compile(
+    r"\s*\[(?:sources?|quellen?)\s*\d+(?:\s*(?:,|;|and|und)\s*(?:sources?|quellen?)?\s*\d+)*\]", re.I
+)
+
+
+@dataclass(frozen=True)
+class SourceRef:
+    """One evidence as the explanation shows it: its source number in the answer prompt, and where it is from."""
+
+    position: int  # 1-based source number, as in "[Source N]"
+    evidence_id: str
+    page_id: str
+    page_title: str
+    url: str
+    label: str  # "Page title (row 7)"
+    kind: str
+
+
+@dataclass(frozen=True)
+class ClusterAttribution:
+    """A group of redundant evidences, removed together, and what removing it did to the answer."""
+
+    index: int  # 1-based; clusters are numbered by their best-ranked source
+    sources: tuple[SourceRef, ...]
+    share: float  # attribution, 0..1 (0 when unscored)
+    contribution: float | None  # c_i = 1 - mean similarity; None when unscored
+    similarities: tuple[float, ...]  # s_ij of the repeats that could be answered
+    counterfactual_answers: tuple[str, ...]  # a_ij, the answers without this cluster
+    scored: bool = True
+    error: str = ""  # why (some) counterfactual calls failed
+
+    @property
+    def positions(self) -> tuple[int, ...]:
+        return tuple(s.position for s in self.sources)
+
+
+@dataclass(frozen=True)
+class PageShare:
+    """The attribution rolled up to a page."""
+
+    page_id: str
+    page_title: str
+    url: str
+    share: float
+
+
+@dataclass(frozen=True)
+class Explanation:
+    """The result of Explain: store it with the turn (`to_dict`), show it with `render_explanation`."""
+
+    question: str
+    answer: str
+    clusters: tuple[ClusterAttribution, ...]  # in cluster-number order
+    evidence_shares: tuple[float, ...]  # by source position (index 0 = [Source 1]): its cluster's share
+    naive_shares: tuple[float, ...]  # by source position
+    pages: tuple[PageShare, ...]  # largest share first
+    degenerate: bool  # no removal changed the answer: the shares are uniform and say nothing
+    note: str  # one sentence for users when the shares need a caveat ("" otherwise)
+    answer_calls: int  # counterfactual answer calls made, retries included
+    repeats: int
+    temperature: float
+    naive_temperature: float
+    eps: float
+    min_samples: int
+    answerer: str = ""
+    embedder: str = ""
+    timings_ms: dict[str, float] = field(default_factory=dict)  # cluster, counterfactual, embed, total
+
+    def sources(self) -> list[SourceRef]:
+        """All evidences, by source position."""
+        return sorted((s for c in self.clusters for s in c.sources), key=lambda s: s.position)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Explanation:
+        clusters = tuple(
+            ClusterAttribution(
+                **{
+                    **c,
+                    "sources": tuple(SourceRef(**s) for s in c["sources"]),
+                    "similarities": tuple(c["similarities"]),
+                    "counterfactual_answers": tuple(c["counterfactual_answers"]),
+                }
+            )
+            for c in data["clusters"]
+        )
+        return cls(
+            **{
+                **data,
+                "clusters": clusters,
+                "evidence_shares": tuple(data["evidence_shares"]),
+                "naive_shares": tuple(data["naive_shares"]),
+                "pages": tuple(PageShare(**p) for p in data["pages"]),
+                "timings_ms": dict(data.get("timings_ms", {})),
+            }
+        )
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The algorithm
+
+
+def cluster_evidences(
+    embeddings: np.ndarray, *, eps: float = DEFAULT_EPS, min_samples: int = DEFAULT_MIN_SAMPLES
+) -> list[list[int]]:
+    """Group evidences whose embeddings lie within cosine distance `eps` (DBSCAN); noise points stand alone.
+
+    Returns 0-based evidence indices per cluster, clusters ordered by their first (best-ranked) member.
+    """
+    if len(embeddings) == 0:
+        return []
+    labels = DBSCAN(eps=eps, min_samples=min_samples, metric="cosine").fit(np.asarray(embeddings)).labels_
+    groups: dict[int, list[int]] = {}
+    for i, label in enumerate(labels):
+        key = int(label) if label >= 0 else -1 - i  # each noise point is its own group
+        groups.setdefault(key, []).append(i)
+    return sorted(groups.values(), key=lambda members: members[0])
+
+
+def softmax(scores: Sequence[float], temperature: float) -> list[float]:
+    """Numerically stable softmax of scores / temperature."""
+    if not scores:
+        return []
+    scaled = np.asarray(scores, dtype=np.float64) / temperature
+    weights = np.exp(scaled - scaled.max())
+    return [float(w) for w in weights / weights.sum()]
+
+
+def strip_citations(text: str) -> str:
+    """The answer without "[Source N]" markers, whose numbers change when sources are removed."""
+    return _CITATION.sub("", text).strip()
+
+
+@dataclass(frozen=True)
+class _CallResult:
+    cluster: int  # 0-based cluster
+    text: str | None  # None when the call failed twice
+    error: str
+    attempts: int
+
+
+def _counterfactual_call(
+    answerer: Answerer, question: str, evidences: Sequence[Evidence], cluster: int
+) -> _CallResult:
+    """Answer without one cluster; one retry on failure, then give up and report why."""
+    error = ""
+    for attempt in (1, 2):
+        try:
+            return _CallResult(cluster, answerer.answer(question, evidences).text, "", attempt)
+        except Exception as exc:  # any answerer failure must cost only this cluster, not the explanation
+            error = f"{type(exc).__name__}: {exc}"
+    return _CallResult(cluster, None, error, 2)
+
+
+def _unit(vectors: np.ndarray) -> np.ndarray:
+    vectors = np.asarray(vectors, dtype=np.float32)
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    return vectors / np.maximum(norms, 1e-12)
+
+
+def explain(
+    question: str,
+    answer: Answer,
+    evidences: Sequence[Evidence],
+    *,
+    answerer: Answerer,
+    embedder: Embedder,
+    repeats: int | None = None,
+    temperature: float = DEFAULT_TEMPERATURE,
+    naive_temperature: float = NAIVE_TEMPERATURE,
+    eps: float = DEFAULT_EPS,
+    min_samples: int = DEFAULT_MIN_SAMPLES,
+    max_workers: int = 8,
+    evidence_embeddings: np.ndarray | None = None,
+) -> Explanation:
+    """Attribute `answer` to `evidences` (the sources the answerer saw, in that order) by removing each cluster.
+
+    `evidence_embeddings` (one row per evidence, from the same `embedder`) saves embedding the evidences
+    again; without it their `context_text` is embedded. `repeats` defaults to 1 for a deterministic answerer
+    and 3 otherwise.
+    """
+    started = time.perf_counter()
+    m = repeats if repeats is not None else (1 if answerer.deterministic else 3)
+    if m < 1:
+        raise ValueError("repeats must be at least 1")
+    if evidence_embeddings is None:
+        evidence_embeddings = (
+            embedder.embed([e.context_text for e in evidences]) if evidences else np.zeros((0, 1))
+        )
+    ev_vectors = _unit(evidence_embeddings)
+    if len(ev_vectors) != len(evidences):
+        raise ValueError(f"{len(ev_vectors)} evidence embeddings for {len(evidences)} evidences")
+
+    t0 = time.perf_counter()
+    groups = cluster_evidences(ev_vectors, eps=eps, min_samples=min_samples)
+    t1 = time.perf_counter()
+
+    # All clusters x repeats counterfactual answers at once.
+    without = [[e for k, e in enumerate(evidences) if k not in group] for group in groups]
+    jobs = [(i, kept) for i, kept in enumerate(without) for _ in range(m)]
+    results: list[_CallResult] = []
+    if jobs:
+        with ThreadPoolExecutor(max_workers=max(1, min(max_workers, len(jobs)))) as pool:
+            futures = [pool.submit(_counterfactual_call, answerer, question, kept, i) for i, kept in jobs]
+            results = [f.result() for f in futures]
+    t2 = time.perf_counter()
+
+    # One batch: the answer alone (naive), q + a, and q + each counterfactual answer.
+    answered = [r for r in results if r.text is not None]
+    plain = strip_citations(answer.text)
+    texts = [plain, f"{question} {plain}"] + [f"{question} {strip_citations(r.text or '')}" for r in answered]
+    vectors = _unit(embedder.embed(texts)) if evidences else np.zeros((len(texts), 1), dtype=np.float32)
+    t3 = time.perf_counter()
+
+    reference = vectors[1]
+    similarities: dict[int, list[float]] = {i: [] for i in range(len(groups))}
+    for r, vector in zip(answered, vectors[2:], strict=True):
+        similarities[r.cluster].append(float(np.clip(vector @ reference, -1.0, 1.0)))
+    naive = softmax([float(v @ vectors[0]) for v in ev_vectors], naive_temperature)
+
+    contributions = {i: max(0.0, 1.0 - float(np.mean(s))) for i, s in similarities.items() if s}
+    scored = sorted(contributions)
+    shares = dict(zip(scored, softmax([contributions[i] for i in scored], temperature), strict=True))
+    degenerate = bool(scored) and len(groups) > 1 and all(contributions[i] < UNCHANGED for i in scored)
+
+    clusters = []
+    for i, group in enumerate(groups):
+        mine = [r for r in results if r.cluster == i]
+        errors = sorted({r.error for r in mine if r.error})
+        clusters.append(
+            ClusterAttribution(
+                index=i + 1,
+                sources=tuple(_source_ref(k + 1, evidences[k]) for k in group),
+                share=shares.get(i, 0.0),
+                contribution=contributions.get(i),
+                similarities=tuple(similarities[i]),
+                counterfactual_answers=tuple(r.text for r in mine if r.text is not None),
+                scored=i in contributions,
+                error="; ".join(errors),
+            )
+        )
+
+    evidence_shares = [0.0] * len(evidences)
+    for c in clusters:
+        for s in c.sources:
+            evidence_shares[s.position - 1] = c.share
+    return Explanation(
+        question=question,
+        answer=answer.text,
+        clusters=tuple(clusters),
+        evidence_shares=tuple(evidence_shares),
+        naive_shares=tuple(naive),
+        pages=_page_roll_up(clusters),
+        degenerate=degenerate,
+        note=_note(clusters, degenerate, answer),
+        answer_calls=sum(r.attempts for r in results),
+        repeats=m,
+        temperature=temperature,
+        naive_temperature=naive_temperature,
+        eps=eps,
+        min_samples=min_samples,
+        answerer=getattr(answerer, "name", ""),
+        embedder=getattr(embedder, "name", ""),
+        timings_ms={
+            "cluster": (t1 - t0) * 1000,
+            "counterfactual": (t2 - t1) * 1000,
+            "embed": (t3 - t2) * 1000,
+            "total": (time.perf_counter() - started) * 1000,
+        },
+    )
+
+
+def _source_ref(position: int, e: Evidence) -> SourceRef:
+    return SourceRef(position, e.id, e.page_id, e.page_title, e.url, e.label, e.kind)
+
+
+def _page_roll_up(clusters: Sequence[ClusterAttribution]) -> tuple[PageShare, ...]:
+    """Split each cluster's share evenly over its evidences and sum by page."""
+    totals: dict[str, float] = {}
+    first: dict[str, SourceRef] = {}
+    for c in clusters:
+        for s in c.sources:
+            totals[s.page_id] = totals.get(s.page_id, 0.0) + c.share / len(c.sources)
+            first.setdefault(s.page_id, s)
+    pages = [PageShare(p, first[p].page_title, first[p].url, share) for p, share in totals.items()]
+    return tuple(sorted(pages, key=lambda p: -p.share))
+
+
+def _note(clusters: Sequence[ClusterAttribution], degenerate: bool, answer: Answer) -> str:
+    unscored = [c.index for c in clusters if not c.scored]
+    if clusters and len(unscored) == len(clusters):
+        return "No counterfactual answer could be computed, so the answer cannot be attributed."
+    parts = []
+    if degenerate:
+        if answer.not_found:
+            parts.append("The sources did not hold the answer, so no source caused it.")
+        else:
+            parts.append(
+                "Removing any one group of sources left the answer unchanged: it does not rest on a single "
+                "source (it may be stated in several, or not come from the sources at all)."
+            )
+    if unscored:
+        parts.append(
+            f"Cluster{'s' if len(unscored) > 1 else ''} {', '.join(map(str, unscored))} could not be scored."
+        )
+    return " ".join(parts)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Evaluation helpers (paper Sec. 7.1: the top-attributed evidence's page is a gold page)
+
+
+def top_source(expl: Explanation) -> SourceRef | None:
+    """The evidence with the highest share; ties (e.g. within a cluster, or a degenerate result) go to the
+    one most similar to the answer (the naive score), then to the better-ranked source."""
+    sources = expl.sources()
+    if not sources:
+        return None
+    return max(
+        sources,
+        key=lambda s: (expl.evidence_shares[s.position - 1], expl.naive_shares[s.position - 1], -s.position),
+    )
+
+
+def naive_top_source(expl: Explanation) -> SourceRef | None:
+    """The evidence most similar to the answer (the paper's naive attribution)."""
+    sources = expl.sources()
+    if not sources:
+        return None
+    return max(sources, key=lambda s: (expl.naive_shares[s.position - 1], -s.position))
+
+
+def _is_gold(source: SourceRef | None, gold_pages: Collection[str]) -> bool:
+    return source is not None and (source.page_id in gold_pages or source.url in gold_pages)
+
+
+def explanation_accuracy(expl: Explanation, gold_pages: Collection[str]) -> bool:
+    """Whether the top-attributed evidence comes from a gold page (given as page ids or URLs)."""
+    return _is_gold(top_source(expl), gold_pages)
+
+
+def naive_accuracy(expl: Explanation, gold_pages: Collection[str]) -> bool:
+    """Whether the evidence most similar to the answer comes from a gold page (given as page ids or URLs)."""
+    return _is_gold(naive_top_source(expl), gold_pages)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Rendering
+
+_PARTIAL_BLOCKS = " ▏▎▍▌▋▊▉"  # 0/8 .. 7/8 of a character cell
+
+
+def share_bar(share: float, width: int = 10) -> str:
+    """A bar `width` cells long at 100%, in eighths of a cell: 0.673 -> '██████▊'."""
+    eighths = round(max(0.0, min(1.0, share)) * width * 8)
+    full, rest = divmod(eighths, 8)
+    return ("█" * full + _PARTIAL_BLOCKS[rest]).rstrip()
+
+
+def render_explanation(expl: Explanation, *, show_answers: bool = False) -> str:
+    """One line per cluster, largest share first: '67.3% ██████▊ cluster 1 — [1] Page (row 7), [2] …'."""
+    if not expl.clusters:
+        return "No sources to explain."
+    seconds = expl.timings_ms.get("total", 0.0) / 1000
+    lines = [
+        f"Which sources caused the answer (each group removed and the question answered again; "
+        f"{expl.answer_calls} answer call{'s' if expl.answer_calls != 1 else ''}, {seconds:.1f} s):"
+    ]
+    if expl.note:
+        lines.append(expl.note)
+    naive_of = {c.index: max(expl.naive_shares[p - 1] for p in c.positions) for c in expl.clusters}
+    ordered = sorted(expl.clusters, key=lambda c: (not c.scored, -c.share, -naive_of[c.index], c.index))
+    for c in ordered:
+        sources = ", ".join(f"[{s.position}] {s.label}" for s in c.sources)
+        if c.scored:
+            head = f"{c.share * 100:.1f}% {share_bar(c.share)}".rstrip()
+        else:
+            head = f"not scored ({c.error})" if c.error else "not scored"
+        lines.append(f"{head} cluster {c.index} — {sources}")
+        if show_answers:
+            lines.extend(f"    without it: {_one_line(a)}" for a in c.counterfactual_answers)
+    return "\n".join(lines)
+
+
+def _one_line(text: str, limit: int = 200) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
