@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import socket
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
 from tests.support.fake_openai import FakeOpenAI
+from tests.support.llm import chat_for, unused_port
 from threadwise.core.llm_settings import LOCAL_PLACEHOLDER_KEY, LLMSettings, llm_settings_from_env, make_chat
 from threadwise.core.openai_chat import OpenAIChat
 from threadwise.core.protocols import ChatError
@@ -20,13 +20,6 @@ HELLO = [{"role": "user", "content": "Hello?"}]
 def server() -> Iterator[FakeOpenAI]:
     with FakeOpenAI() as fake:
         yield fake
-
-
-def chat_for(server: FakeOpenAI, **overrides: object) -> OpenAIChat:
-    options: dict[str, object] = {"model": "fake-model", "base_url": server.url, "api_key": server.api_key}
-    options.update(timeout=2.0, max_retries=1)
-    options.update(overrides)
-    return OpenAIChat(**options)  # type: ignore[arg-type]
 
 
 def test_scripted_reply_and_the_exact_request_sent(server: FakeOpenAI) -> None:
@@ -77,9 +70,7 @@ def test_wrong_key_names_the_key_problem_and_is_not_retried(server: FakeOpenAI) 
 
 
 def test_unreachable_endpoint() -> None:
-    with socket.socket() as probe:  # a port nobody listens on
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = unused_port()
     chat = OpenAIChat(
         model="m", base_url=f"http://127.0.0.1:{port}/v1", api_key="k", timeout=0.3, max_retries=0
     )

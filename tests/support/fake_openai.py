@@ -40,6 +40,7 @@ _CHAT_PATH = re.compile(
     r"^/v1/chat/completions$|^/openai/deployments/(?P<deployment>[^/]+)/chat/completions$"
 )
 _SOURCE = re.compile(r'<source id="(\d+)"[^>]*>\s*(.*?)\s*</source>', re.DOTALL)
+_QUESTION = re.compile(r"<question>\s*(.*?)\s*</question>", re.DOTALL)
 
 
 @dataclass
@@ -78,14 +79,17 @@ class Fault:
 def echo_first_source(request: dict[str, Any]) -> str:
     """A sensible default reply: quote the first fenced source of the prompt and cite it.
 
-    With no fenced source (a completion or judge prompt) it repeats the last line of the last user message,
-    so question completion passes the question through.
+    With no fenced source (a completion prompt) it repeats the fenced question, so completion passes it through;
+    otherwise the last line of the user messages.
     """
     user = "\n".join(m.get("content", "") for m in request.get("messages", []) if m.get("role") == "user")
     match = _SOURCE.search(user)
     if match:
         number, text = match.group(1), " ".join(match.group(2).split())
         return f"{text[:200]} [Source {number}]"
+    question = _QUESTION.search(user)
+    if question:
+        return " ".join(question.group(1).split())
     lines = [line.strip() for line in user.strip().splitlines() if line.strip()]
     return lines[-1] if lines else "OK"
 

@@ -1,0 +1,129 @@
+"""`LLMAnswerer`: answers from numbered, fenced sources with a chat model (prompt: prompts/answer.j2).
+
+It keeps every exchange as an `LLMCall` (exact messages, raw completion, milliseconds) for the trace,
+parses the "[Source N]" citations and recognises the out-of-scope sentence. A `ChatError` from the answer
+call propagates: the caller decides what the user sees instead. Follow-up suggestions (prompts/follow_ups.j2)
+are a separate, optional call whose failure never costs the answer.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+from collections.abc import Sequence
+
+from threadwise.core.answering import NOT_FOUND, NOT_FOUND_DE, Answer, LLMCall
+from threadwise.core.citations import cited_sources, is_not_found
+from threadwise.core.page import Evidence
+from threadwise.core.prompts import Prompts
+from threadwise.core.protocols import ChatError, ChatModel
+
+log = logging.getLogger(__name__)
+
+_LIST_MARKER = re.compile(r"^\s*(?:[-*•]|\d+[.)]|Q\d*:)\s*")
+
+
+def timed_chat(
+    chat: ChatModel,
+    role: str,
+    messages: list[dict[str, str]],
+    *,
+    temperature: float = 0.0,
+    max_tokens: int | None = None,
+) -> LLMCall:
+    """Send `messages` and keep the exchange as an `LLMCall`. Raises `ChatError` like the model does."""
+    started = time.perf_counter()
+    completion = chat.chat(messages, temperature=temperature, max_tokens=max_tokens)
+    ms = (time.perf_counter() - started) * 1000
+    return LLMCall(role=role, model=chat.name, messages=messages, completion=completion, ms=ms)
+
+
+class LLMAnswerer:
+    """Implements `threadwise.core.answering.Answerer` with a chat model. Thread-safe if the chat model is.
+
+    `role` names the calls in the trace ("answer", or "counterfactual" when Explain uses it).
+    `follow_ups` > 0 asks for that many follow-up questions after a found answer (a second call, by
+    `follow_up_chat`, the answer model by default).
+    """
+
+    deterministic = False
+
+    def __init__(
+        self,
+        *,
+        chat: ChatModel,
+        prompts: Prompts | None = None,
+        role: str = "answer",
+        temperature: float = 0.0,
+        max_tokens: int | None = None,
+        follow_ups: int = 3,
+        follow_up_chat: ChatModel | None = None,
+    ) -> None:
+        self.chat = chat
+        self.name = f"llm:{chat.name}"
+        self.prompts = prompts or Prompts()
+        self.role = role
+        self.temperature = temperature
+        self.max_tokens = max_tokens
+        self.follow_ups = follow_ups
+        self.follow_up_chat = follow_up_chat or chat
+
+    def answer(self, question: str, evidences: Sequence[Evidence]) -> Answer:
+        messages = self.prompts.messages(
+            "answer.j2",
+            question=question,
+            evidences=list(evidences),
+            not_found=NOT_FOUND,
+            not_found_de=NOT_FOUND_DE,
+        )
+        call = timed_chat(
+            self.chat, self.role, messages, temperature=self.temperature, max_tokens=self.max_tokens
+        )
+        not_found = is_not_found(call.completion)
+        cited = () if not_found else cited_sources(call.completion, len(evidences))
+        follow_ups: tuple[str, ...] = ()
+        calls = [call]
+        if self.follow_ups > 0 and not not_found:
+            follow_ups, follow_up_call = self.suggest_follow_ups(question, call.completion, evidences)
+            if follow_up_call is not None:
+                calls.append(follow_up_call)
+        return Answer(
+            text=call.completion,
+            cited=cited,
+            not_found=not_found,
+            answerer=self.name,
+            follow_ups=follow_ups,
+            calls=tuple(calls),
+        )
+
+    def suggest_follow_ups(
+        self, question: str, answer: str, evidences: Sequence[Evidence], *, source_chars: int = 400
+    ) -> tuple[tuple[str, ...], LLMCall | None]:
+        """Up to `self.follow_ups` suggested next questions, and the call that made them (None if it failed)."""
+        count = max(self.follow_ups, 1)
+        messages = self.prompts.messages(
+            "follow_ups.j2",
+            question=question,
+            answer=answer,
+            evidences=list(evidences),
+            count=count,
+            source_chars=source_chars,
+        )
+        try:
+            call = timed_chat(self.follow_up_chat, "follow_ups", messages, temperature=0.3)
+        except ChatError as err:
+            log.warning("follow-up suggestions failed: %s", err)
+            return (), None
+        return parse_follow_ups(call.completion, question, count), call
+
+
+def parse_follow_ups(text: str, question: str, count: int) -> tuple[str, ...]:
+    """The suggested questions of a completion: one per line, list markers removed, no repeat of `question`."""
+    asked = question.strip().lower()
+    suggestions: dict[str, None] = {}
+    for line in text.splitlines():
+        suggestion = _LIST_MARKER.sub("", line).strip().strip('"').strip()
+        if suggestion and suggestion.lower() != asked and not suggestion.endswith(":"):
+            suggestions.setdefault(suggestion)
+    return tuple(suggestions)[:count]
