@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import pytest
 
 from tests.support.fake_openai import FakeOpenAI
 from tests.support.llm import chat_for
-from threadwise.core.answering import NOT_FOUND, NOT_FOUND_DE
+from threadwise.core.answering import NOT_FOUND, NOT_FOUND_DE, Answer
 from threadwise.core.judge import LLMJudge, parse_score
 from threadwise.core.llm_answer import LLMAnswerer, parse_follow_ups
 from threadwise.core.openai_chat import OpenAIChat
@@ -137,6 +137,24 @@ def test_answer_call_failure_raises_chat_error(server: FakeOpenAI, chat: OpenAIC
     server.fail(500, times=None, retry_after=0.01)
     with pytest.raises(ChatError, match="HTTP 500"):
         LLMAnswerer(chat=chat).answer("Which BIOS?", [evidence(1, BIOS)])
+
+
+class FirstSourceAnswerer:
+    """A stand-in offline answerer: quotes the first source."""
+
+    name = "first-source"
+    deterministic = True
+
+    def answer(self, question: str, evidences: Sequence[Evidence]) -> Answer:
+        return Answer(text=f"{evidences[0].text} [Source 1]", cited=(1,), answerer=self.name)
+
+
+def test_unreachable_model_falls_back_and_says_so(server: FakeOpenAI) -> None:
+    server.fail(401)
+    answerer = LLMAnswerer(chat=chat_for(server), fallback=FirstSourceAnswerer())
+    answer = answerer.answer("Which BIOS?", [evidence(1, BIOS)])
+    assert answer.text == "Row 7 in Table 1: Device is Dell Optiplex 7040, and BIOS is 1.4.5 [Source 1]"
+    assert answer.answerer.startswith("first-source (LLM unavailable: The API key was rejected")
 
 
 def test_parse_follow_ups_drops_repeats_and_headers() -> None:

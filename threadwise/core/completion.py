@@ -74,6 +74,7 @@ class LLMCompleter:
         max_answer_chars: int = 600,
     ) -> None:
         self.chat = chat
+        self.name = f"llm:{chat.name}"
         self.fallback = fallback
         self.prompts = prompts or Prompts()
         self.max_turns = max_turns

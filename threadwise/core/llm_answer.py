@@ -12,8 +12,9 @@ import logging
 import re
 import time
 from collections.abc import Sequence
+from dataclasses import replace
 
-from threadwise.core.answering import NOT_FOUND, NOT_FOUND_DE, Answer, LLMCall
+from threadwise.core.answering import NOT_FOUND, NOT_FOUND_DE, Answer, Answerer, LLMCall
 from threadwise.core.citations import cited_sources, is_not_found
 from threadwise.core.page import Evidence
 from threadwise.core.prompts import Prompts
@@ -44,7 +45,7 @@ class LLMAnswerer:
 
     `role` names the calls in the trace ("answer", or "counterfactual" when Explain uses it).
     `follow_ups` > 0 asks for that many follow-up questions after a found answer (a second call, by
-    `follow_up_chat`, the answer model by default).
+    `follow_up_chat`, the answer model by default). `fallback` answers when the model cannot.
     """
 
     deterministic = False
@@ -59,6 +60,7 @@ class LLMAnswerer:
         max_tokens: int | None = None,
         follow_ups: int = 3,
         follow_up_chat: ChatModel | None = None,
+        fallback: Answerer | None = None,
     ) -> None:
         self.chat = chat
         self.name = f"llm:{chat.name}"
@@ -68,6 +70,7 @@ class LLMAnswerer:
         self.max_tokens = max_tokens
         self.follow_ups = follow_ups
         self.follow_up_chat = follow_up_chat or chat
+        self.fallback = fallback
 
     def answer(self, question: str, evidences: Sequence[Evidence]) -> Answer:
         messages = self.prompts.messages(
@@ -77,9 +80,18 @@ class LLMAnswerer:
             not_found=NOT_FOUND,
             not_found_de=NOT_FOUND_DE,
         )
-        call = timed_chat(
-            self.chat, self.role, messages, temperature=self.temperature, max_tokens=self.max_tokens
-        )
+        try:
+            call = timed_chat(
+                self.chat, self.role, messages, temperature=self.temperature, max_tokens=self.max_tokens
+            )
+        except ChatError as err:
+            if self.fallback is None:
+                raise
+            log.warning("answer model failed, falling back to %s: %s", self.fallback.name, err)
+            answer = self.fallback.answer(question, evidences)
+            return replace(
+                answer, answerer=f"{answer.answerer or self.fallback.name} (LLM unavailable: {err})"
+            )
         not_found = is_not_found(call.completion)
         cited = () if not_found else cited_sources(call.completion, len(evidences))
         follow_ups: tuple[str, ...] = ()
