@@ -29,10 +29,12 @@ import re
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+import pytest
 
 Responder = Callable[[dict[str, Any]], str]
 
@@ -337,6 +339,13 @@ class _Handler(BaseHTTPRequestHandler):
 
 def _error_body(message: str, kind: str, code: str | None) -> dict[str, Any]:
     return {"error": {"message": message, "type": kind, "param": None, "code": code}}
+
+
+@pytest.fixture
+def fake_openai() -> Iterator[FakeOpenAI]:
+    """A started server, stopped after the test. Use via `pytest_plugins = ["tests.support.fake_openai"]`."""
+    with FakeOpenAI() as server:
+        yield server
 
 
 def main(argv: list[str] | None = None) -> None:
