@@ -1,0 +1,487 @@
+"""A small local Confluence for tests and benchmarks: REST API v1 over a folder of page JSON files.
+
+Serves what atlassian-python-api and our client use, in the JSON shapes the Confluence REST API documents:
+  GET {ctx}/rest/api/space                    spaces, paged
+  GET {ctx}/rest/api/space/{key}              one space
+  GET {ctx}/rest/api/content?spaceKey=&type=page&start=&limit=&expand=   a space's pages, paged
+  GET {ctx}/rest/api/content/{id}?expand=     one page (body.storage, version, ancestors, metadata.labels, space)
+  GET {ctx}/rest/api/content/search?cql=      CQL subset: space = / space in (..), type = page,
+                                              lastmodified >= "yyyy/MM/dd HH:mm", ancestor = ID, id = ID
+`{ctx}` is an optional context path (`/confluence`, `/wiki`); `_links.next` is relative to it, as on a real
+server. Auth: Basic (user + API token) and Bearer (personal access token). Switchable faults (`Faults`), and
+pages can be edited, renamed, moved, relabelled, added and deleted between runs.
+
+Page files: ConfQuestions' shape (`id, title, url, space, content, date`) or the sample wiki's (`id, space,
+title, content` or `body`, optional `version, parent_id` or `ancestors` (titles), `labels, last_modified, url`);
+a `.xml` file beside a JSON file without a body is its storage-format body.
+
+By hand:  python -m tests.support.fake_confluence --docs DIR --port 8090 [--context-path /confluence]
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import json
+import random
+import re
+import threading
+import time
+import zlib
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urlencode, urlparse
+
+
+@dataclass
+class FakePage:
+    id: str
+    space: str
+    title: str
+    body: str
+    version: int = 1
+    parent_id: str | None = None
+    labels: list[str] = field(default_factory=list)
+    last_modified: datetime = field(default_factory=lambda: datetime(2024, 11, 15, tzinfo=UTC))
+    url: str = ""  # the page's web URL; derived from the public base when empty
+    ancestor_titles: list[str] = field(default_factory=list)  # a breadcrumb without pages behind it
+
+
+@dataclass
+class Faults:
+    """What goes wrong. Applied to every API request after authentication, in this order."""
+
+    delay_s: float = 0.0  # every reply waits this long (a slow server)
+    next_statuses: list[int] = field(default_factory=list)  # the next requests get these statuses, in order
+    error_rate: float = 0.0  # then this share of requests fails with 429 or 500, at random (seeded)
+    retry_after: str = "0"  # Retry-After of every 429
+    forbidden_spaces: set[str] = field(default_factory=set)  # 403 for anything in these spaces
+    seed: int = 7
+
+
+@dataclass(frozen=True)
+class Request:
+    path: str  # without the context path
+    query: dict[str, str]
+    status: int
+
+
+class FakeConfluence:
+    """The server and its data; `start()` serves it on 127.0.0.1 in a background thread."""
+
+    def __init__(
+        self,
+        *,
+        pages: Iterable[FakePage] = (),
+        context_path: str = "",
+        public_base: str = "",
+        users: dict[str, str] | None = None,
+        tokens: Iterable[str] = ("pat-secret",),
+        max_limit: int = 50,
+        user_utc_offset: timedelta = timedelta(0),
+        space_names: dict[str, str] | None = None,
+    ) -> None:
+        self.pages: dict[str, FakePage] = {p.id: p for p in pages}
+        self.context_path = "/" + context_path.strip("/") if context_path.strip("/") else ""
+        self.public_base = public_base.rstrip("/")
+        self.users = {"alice@example.com": "api-token"} if users is None else users
+        self.tokens = set(tokens)
+        self.max_limit = max_limit
+        self.user_utc_offset = user_utc_offset  # CQL dates are read in this zone, like the token user's
+        self.space_names = space_names or {}
+        self.extra_spaces: set[str] = set()  # spaces without pages
+        self.faults = Faults()
+        self.requests: list[Request] = []
+        self._rng = random.Random(self.faults.seed)
+        self._lock = threading.Lock()
+        self._server: ThreadingHTTPServer | None = None
+
+    @classmethod
+    def from_folder(cls, folder: Path, **kwargs: Any) -> FakeConfluence:
+        return cls(pages=load_pages(folder), **kwargs)
+
+    # ----- serving -----
+    def start(self, port: int = 0) -> FakeConfluence:
+        self._server = ThreadingHTTPServer(("127.0.0.1", port), _handler_for(self))
+        self._server.daemon_threads = True
+        threading.Thread(target=self._server.serve_forever, args=(0.05,), daemon=True).start()
+        return self
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+
+    def __enter__(self) -> FakeConfluence:
+        return self.start()
+
+    def __exit__(self, *_: object) -> None:
+        self.stop()
+
+    @property
+    def url(self) -> str:
+        """The URL clients are configured with (context path included)."""
+        assert self._server is not None, "start() the server first"
+        return f"http://127.0.0.1:{self._server.server_address[1]}{self.context_path}"
+
+    @property
+    def base(self) -> str:
+        """`_links.base`: the public base URL of web links."""
+        return self.public_base or self.url
+
+    # ----- changing the wiki between runs -----
+    def _touch(self, page: FakePage) -> None:
+        page.version += 1
+        page.last_modified = datetime.now(UTC)
+
+    def edit_page(self, page_id: str, *, body: str | None = None, title: str | None = None) -> FakePage:
+        with self._lock:
+            page = self.pages[page_id]
+            page.body = page.body if body is None else body
+            page.title = page.title if title is None else title
+            self._touch(page)
+            return page
+
+    def move_page(self, page_id: str, parent_id: str | None) -> None:
+        """Moves keep the version (as on Data Center): only the ancestors change."""
+        with self._lock:
+            self.pages[page_id].parent_id = parent_id
+
+    def set_labels(self, page_id: str, labels: list[str]) -> None:
+        """Labels change without a new version, as in Confluence."""
+        with self._lock:
+            self.pages[page_id].labels = list(labels)
+
+    def add_page(self, page: FakePage) -> None:
+        with self._lock:
+            page.last_modified = datetime.now(UTC)
+            self.pages[page.id] = page
+
+    def delete_page(self, page_id: str) -> None:
+        with self._lock:
+            del self.pages[page_id]
+
+    def fetch_count(self, page_id: str) -> int:
+        """How many times the page's content was served successfully."""
+        return sum(1 for r in self.requests if r.path == f"/rest/api/content/{page_id}" and r.status == 200)
+
+    # ----- JSON shapes -----
+    def spaces(self) -> list[str]:
+        return sorted({p.space for p in self.pages.values()} | self.extra_spaces)
+
+    def space_json(self, key: str) -> dict[str, Any]:
+        return {
+            "id": zlib.crc32(key.encode()) % 10**6,
+            "key": key,
+            "name": self.space_names.get(key, key),
+            "type": "personal" if key.startswith("~") else "global",
+            "_links": {"webui": f"/spaces/{key}", "self": f"{self.url}/rest/api/space/{key}"},
+        }
+
+    def ancestors(self, page: FakePage) -> list[FakePage]:
+        chain: list[FakePage] = []
+        parent = self.pages.get(page.parent_id or "")
+        while parent is not None and parent not in chain:
+            chain.insert(0, parent)
+            parent = self.pages.get(parent.parent_id or "")
+        return chain
+
+    def webui(self, page: FakePage) -> str:
+        if page.url and self.public_base and page.url.startswith(self.public_base):
+            return page.url[len(self.public_base) :]
+        return f"/spaces/{page.space}/pages/{page.id}"
+
+    def content_json(self, page: FakePage, expand: set[str]) -> dict[str, Any]:
+        r: dict[str, Any] = {
+            "id": page.id,
+            "type": "page",
+            "status": "current",
+            "title": page.title,
+            "_links": {
+                "webui": self.webui(page),
+                "self": f"{self.url}/rest/api/content/{page.id}",
+                "base": self.base,
+                "context": self.context_path,
+            },
+        }
+        if "space" in expand:
+            r["space"] = self.space_json(page.space)
+        if "version" in expand:
+            when = page.last_modified.strftime("%Y-%m-%dT%H:%M:%S.000Z")
+            r["version"] = {"number": page.version, "when": when, "minorEdit": False}
+        if "ancestors" in expand:
+            r["ancestors"] = [
+                {"id": a.id, "type": "page", "status": "current", "title": a.title}
+                for a in self.ancestors(page)
+            ]
+        if "metadata.labels" in expand:
+            results = [{"prefix": "global", "name": n, "id": str(i)} for i, n in enumerate(page.labels)]
+            r["metadata"] = {"labels": {"results": results, "start": 0, "limit": 200, "size": len(results)}}
+        if "body.storage" in expand:
+            r["body"] = {"storage": {"value": page.body, "representation": "storage"}}
+        return r
+
+    def paged(self, path: str, query: dict[str, str], items: list[Any]) -> dict[str, Any]:
+        start = int(query.get("start", 0))
+        limit = min(int(query.get("limit", 25)), self.max_limit)
+        chunk = items[start : start + limit]
+        links: dict[str, str] = {"base": self.base, "context": self.context_path, "self": f"{self.url}{path}"}
+        if start + limit < len(items):
+            links["next"] = f"{path}?{urlencode({**query, 'start': start + limit, 'limit': limit})}"
+        return {"results": chunk, "start": start, "limit": limit, "size": len(chunk), "_links": links}
+
+    # ----- CQL subset -----
+    def cql_matches(self, cql: str) -> list[FakePage]:
+        """Pages matching `clause and clause ...`; raises ValueError on anything outside the subset."""
+        tests = [self._cql_clause(c.strip()) for c in re.split(r"\s+and\s+", cql.strip(), flags=re.I)]
+        return [p for p in self._sorted_pages() if all(t(p) for t in tests)]
+
+    def _cql_clause(self, clause: str) -> Any:
+        m = re.fullmatch(r"(\w+)\s*(=|>=|>|<=|<|in)\s*(.+)", clause, flags=re.I)
+        if not m:
+            raise ValueError(f"cannot parse CQL clause {clause!r}")
+        name, op, raw = m.group(1).lower(), m.group(2).lower(), m.group(3).strip()
+        values = (
+            [v.strip().strip('"') for v in raw.strip("()").split(",")] if op == "in" else [raw.strip('"')]
+        )
+        if name == "space" and op in ("=", "in"):
+            return lambda p: p.space in values
+        if name == "type" and op == "=":
+            return lambda p: values[0] == "page"
+        if name in ("id", "ancestor") and op in ("=", "in"):
+            if name == "id":
+                return lambda p: p.id in values
+            return lambda p: any(a.id in values for a in self.ancestors(p))
+        if name == "lastmodified" and op in (">=", ">"):
+            since = self._cql_date(values[0])
+            return (lambda p: p.last_modified >= since) if op == ">=" else (lambda p: p.last_modified > since)
+        raise ValueError(f"unsupported CQL clause {clause!r}")
+
+    def _cql_date(self, text: str) -> datetime:
+        for fmt in ("%Y/%m/%d %H:%M", "%Y-%m-%d %H:%M", "%Y/%m/%d", "%Y-%m-%d"):
+            try:
+                local = datetime.strptime(text, fmt)
+            except ValueError:
+                continue
+            return local.replace(tzinfo=UTC) - self.user_utc_offset  # read in the user's zone
+        raise ValueError(f"cannot parse CQL date {text!r}")
+
+    def _sorted_pages(self) -> list[FakePage]:
+        return sorted(self.pages.values(), key=lambda p: p.id)
+
+    # ----- the request pipeline -----
+    def authorized(self, header: str) -> bool:
+        kind, _, value = header.partition(" ")
+        if kind.lower() == "bearer":
+            return value.strip() in self.tokens
+        if kind.lower() == "basic":
+            user, _, secret = base64.b64decode(value).decode("utf-8", "replace").partition(":")
+            return self.users.get(user) == secret and bool(secret)
+        return False
+
+    def injected_fault(self) -> int | None:
+        f = self.faults
+        if f.delay_s:
+            time.sleep(f.delay_s)
+        with self._lock:
+            if f.next_statuses:
+                return f.next_statuses.pop(0)
+            if f.error_rate and self._rng.random() < f.error_rate:
+                return self._rng.choice((429, 500))
+        return None
+
+    def answer(self, path: str, query: dict[str, str]) -> tuple[int, Any]:
+        """Route an authenticated API GET; returns (status, JSON body)."""
+        with self._lock:
+            m = re.fullmatch(r"/rest/api/space(?:/([^/]+))?", path)
+            if m and m.group(1) is None:
+                return 200, self.paged(path, query, [self.space_json(k) for k in self.spaces()])
+            if m:
+                key = m.group(1)
+                if key in self.faults.forbidden_spaces:
+                    return 403, _error(403, f"No permission to view space {key}")
+                return (
+                    (200, self.space_json(key))
+                    if key in self.spaces()
+                    else (404, _error(404, f"No space with key : {key}"))
+                )
+            expand = set(query.get("expand", "").split(","))
+            if path == "/rest/api/content":
+                space = query.get("spaceKey", "")
+                if space in self.faults.forbidden_spaces:
+                    return 403, _error(403, f"No permission to view space {space}")
+                pages = [p for p in self._sorted_pages() if (not space or p.space == space)]
+                if query.get("type", "page") != "page":
+                    pages = []
+                return 200, self.paged(path, query, [self.content_json(p, expand) for p in pages])
+            if path == "/rest/api/content/search":
+                try:
+                    pages = self.cql_matches(query.get("cql", ""))
+                except ValueError as e:
+                    return 400, _error(400, str(e))
+                return 200, self.paged(path, query, [self.content_json(p, expand) for p in pages])
+            m = re.fullmatch(r"/rest/api/content/([^/]+)", path)
+            if m:
+                page = self.pages.get(m.group(1))
+                if page is None:
+                    return 404, _error(404, f"No content found with id: {m.group(1)}")
+                if page.space in self.faults.forbidden_spaces:
+                    return 403, _error(403, "No permission")
+                return 200, self.content_json(page, expand)
+        return 404, _error(404, f"null for uri: {path}")
+
+
+def _error(status: int, message: str) -> dict[str, Any]:
+    return {
+        "statusCode": status,
+        "data": {"authorized": status != 401},
+        "message": message,
+        "reason": "Error",
+    }
+
+
+def _handler_for(fake: FakeConfluence) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, format: str, *args: Any) -> None:  # quiet
+            pass
+
+        def do_GET(self) -> None:  # noqa: N802
+            parsed = urlparse(self.path)
+            query = {k: v[-1] for k, v in parse_qs(parsed.query, keep_blank_values=True).items()}
+            path = parsed.path
+            if fake.context_path:
+                if not (path == fake.context_path or path.startswith(fake.context_path + "/")):
+                    self._reply(path, query, 404, {"message": f"nothing at {path} (context path missing?)"})
+                    return
+                path = path[len(fake.context_path) :]
+            if not fake.authorized(self.headers.get("Authorization", "")):
+                self._reply(path, query, 401, _error(401, "Basic or Bearer authentication required"))
+                return
+            status = fake.injected_fault()
+            if status is not None:
+                headers = {"Retry-After": fake.faults.retry_after} if status == 429 else {}
+                self._reply(path, query, status, _error(status, "injected fault"), headers)
+                return
+            status, body = fake.answer(path, query)
+            self._reply(path, query, status, body)
+
+        def _reply(
+            self,
+            path: str,
+            query: dict[str, str],
+            status: int,
+            body: Any,
+            headers: dict[str, str] | None = None,
+        ) -> None:
+            with fake._lock:
+                fake.requests.append(Request(path=path, query=query, status=status))
+            data = json.dumps(body).encode("utf-8")
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json;charset=UTF-8")
+            self.send_header("Content-Length", str(len(data)))
+            for k, v in (headers or {}).items():
+                self.send_header(k, v)
+            self.end_headers()
+            try:
+                self.wfile.write(data)
+            except (BrokenPipeError, ConnectionResetError):  # the client gave up (a timeout test)
+                pass
+
+    return Handler
+
+
+# ----- a small wiki for tests -----
+def tree_wiki(space: str = "DOCS", *, extra_pages: int = 0) -> list[FakePage]:
+    """Home > Team > (Meeting notes, Policies > On-call), plus `extra_pages` more under Home."""
+
+    def page(
+        pid: str, title: str, text: str, parent: str | None, labels: list[str] | None = None
+    ) -> FakePage:
+        body = f"<h2>{title}</h2><p>{text}</p>"
+        return FakePage(id=pid, space=space, title=title, body=body, parent_id=parent, labels=labels or [])
+
+    pages = [
+        page("100", "Home", "Welcome to the team wiki.", None),
+        page("110", "Team", "Who we are and how we work.", "100"),
+        page("111", "Meeting notes", "We meet every Monday at 10:00 in room Kepler.", "110"),
+        page("112", "Policies", "Rules everyone follows.", "110"),
+        page("113", "On-call", "The on-call engineer answers pages within 15 minutes.", "112", ["policy"]),
+        page("120", "Draft ideas", "Half-baked plans for next year.", "100", ["draft"]),
+    ]
+    pages += [
+        page(str(1000 + i), f"Note {i}", f"Note number {i} talks about topic {i}.", "100")
+        for i in range(extra_pages)
+    ]
+    return pages
+
+
+# ----- loading page files -----
+def load_pages(folder: Path) -> list[FakePage]:
+    """Pages from every *.json file in `folder` (ConfQuestions' shape or ours)."""
+    pages = []
+    for path in sorted(Path(folder).glob("*.json")):
+        doc = json.loads(path.read_text(encoding="utf-8"))
+        for item in doc if isinstance(doc, list) else [doc]:
+            pages.append(_page_from_doc(item, path))
+    return pages
+
+
+def _page_from_doc(doc: dict[str, Any], path: Path) -> FakePage:
+    body = doc.get("body") or doc.get("content")
+    if body is None and path.with_suffix(".xml").exists():
+        body = path.with_suffix(".xml").read_text(encoding="utf-8")
+    when = doc.get("last_modified") or doc.get("date") or "2024-11-15"
+    modified = datetime.fromisoformat(str(when).replace("Z", "+00:00"))
+    return FakePage(
+        id=str(doc.get("id", path.stem)),
+        space=str(doc.get("space", "DOCS")),
+        title=str(doc["title"]),
+        body=body or "",
+        version=int(doc.get("version", 1)),
+        parent_id=str(doc["parent_id"]) if doc.get("parent_id") else None,
+        labels=list(doc.get("labels", [])),
+        last_modified=modified if modified.tzinfo else modified.replace(tzinfo=UTC),
+        url=str(doc.get("url", "")),
+        ancestor_titles=[str(t) for t in doc.get("ancestors", [])],
+    )
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--docs", type=Path, required=True, help="folder of page JSON files")
+    ap.add_argument("--port", type=int, default=8090)
+    ap.add_argument("--context-path", default="", help="e.g. /confluence (Data Center) or /wiki (Cloud)")
+    ap.add_argument("--public-base", default="", help="_links.base for web links (default: this server)")
+    ap.add_argument("--user", default="alice@example.com:api-token", help="USER:API_TOKEN for Basic auth")
+    ap.add_argument("--token", default="pat-secret", help="personal access token for Bearer auth")
+    ap.add_argument("--error-rate", type=float, default=0.0, help="share of requests failing with 429/500")
+    ap.add_argument("--delay", type=float, default=0.0, help="seconds every reply waits")
+    args = ap.parse_args()
+    user, _, secret = args.user.partition(":")
+    fake = FakeConfluence.from_folder(
+        args.docs,
+        context_path=args.context_path,
+        public_base=args.public_base,
+        users={user: secret},
+        tokens=[args.token],
+    )
+    fake.faults.error_rate, fake.faults.delay_s = args.error_rate, args.delay
+    fake.start(args.port)
+    print(
+        f"Fake Confluence with {len(fake.pages)} pages in {len(fake.spaces())} spaces at {fake.url}",
+        flush=True,
+    )
+    try:
+        threading.Event().wait()
+    except KeyboardInterrupt:
+        fake.stop()
+
+
+if __name__ == "__main__":
+    main()

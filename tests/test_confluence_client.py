@@ -1,0 +1,184 @@
+"""The Confluence client against the local Confluence server, through the real atlassian-python-api."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from atlassian import Confluence
+from requests import HTTPError
+
+from tests.support.fake_confluence import FakeConfluence, FakePage, tree_wiki
+from threadwise.connectors.confluence import (
+    ConfluenceAccessError,
+    ConfluenceClient,
+    ConfluenceError,
+    ConfluenceSettings,
+    ConfluenceUnavailableError,
+)
+from threadwise.connectors.scope import SpaceScope
+from threadwise.core.page import Page, PageFailure
+
+FAST = {"backoff_s": 0.01, "max_wait_s": 0.2, "max_retries": 3, "timeout": 5.0}
+
+
+@pytest.fixture
+def dc() -> Iterator[FakeConfluence]:
+    """Data Center behind a context path, small result pages so every listing pages."""
+    pages = tree_wiki(extra_pages=25) + [
+        FakePage(id="900", space="SECRET", title="Salaries", body="<p>x</p>")
+    ]
+    with FakeConfluence(pages=pages, context_path="/confluence", max_limit=10) as fake:
+        yield fake
+
+
+def dc_client(fake: FakeConfluence, **overrides: object) -> ConfluenceClient:
+    settings = {"url": fake.url, "personal_token": "pat-secret", **FAST, **overrides}
+    return ConfluenceClient(settings=ConfluenceSettings(**settings))  # type: ignore[arg-type]
+
+
+def test_listing_pages_through_next_links_keeps_the_context_path(dc: FakeConfluence) -> None:
+    refs = dc_client(dc).list_pages("DOCS")
+    assert len(refs) == 31 and len({r.id for r in refs}) == 31
+    listing_calls = [r for r in dc.requests if r.path == "/rest/api/content"]
+    assert len(listing_calls) == 4 and all(r.status == 200 for r in listing_calls)
+    on_call = next(r for r in refs if r.id == "113")
+    assert on_call.ancestor_ids == ("100", "110", "112")
+    assert on_call.ancestors == ("Home", "Team", "Policies")
+    assert on_call.labels == ("policy",) and on_call.version == 1
+
+
+def test_the_library_own_paging_drops_the_context_path(dc: FakeConfluence) -> None:
+    """The pitfall our client avoids (atlassian-python-api 5.0.5): page two goes to the site root."""
+    library = Confluence(dc.url, token="pat-secret")
+    with pytest.raises(HTTPError):
+        list(library.get_all_pages_from_space("DOCS", limit=10))
+    assert [r.status for r in dc.requests] == [200, 404]
+
+
+def test_cloud_set_up_basic_auth_under_wiki() -> None:
+    with FakeConfluence(pages=tree_wiki(), context_path="/wiki", max_limit=4) as fake:
+        site = fake.url.removesuffix("/wiki")
+        settings = ConfluenceSettings(
+            url=site,
+            username="alice@example.com",
+            api_token="api-token",
+            cloud=True,
+            **FAST,  # type: ignore[arg-type]
+        )
+        client = ConfluenceClient(settings=settings)
+        assert settings.base_url == fake.url
+        assert not hasattr(type(client._api), "get_page_by_id")  # the Cloud class: we do not rely on it
+        assert [s.key for s in client.list_spaces()] == ["DOCS"]
+        assert len(client.list_pages("DOCS")) == 6
+        page = client.get_page("111", space="DOCS")
+        assert isinstance(page, Page) and page.title == "Meeting notes"
+
+
+def test_get_page_returns_body_version_breadcrumb_labels_and_web_url(dc: FakeConfluence) -> None:
+    dc.edit_page("113", body="<p>Answer within 10 minutes.</p>")
+    page = dc_client(dc).get_page("113", space="DOCS")
+    assert isinstance(page, Page)
+    assert page.body == "<p>Answer within 10 minutes.</p>"
+    assert (page.id, page.space, page.title, page.version) == ("113", "DOCS", "On-call", 2)
+    assert page.ancestors == ("Home", "Team", "Policies") and page.labels == ("policy",)
+    assert page.url == f"{dc.url}/spaces/DOCS/pages/113"
+    assert page.last_modified.startswith(str(datetime.now(UTC).year))
+
+
+def test_public_base_gives_the_web_url(tmp_path: object) -> None:
+    page = FakePage(
+        id="7", space="DC", title="T", body="<p>b</p>", url="https://wiki.example.com/x/pages/7/T"
+    )
+    with FakeConfluence(pages=[page], public_base="https://wiki.example.com/x") as fake:
+        got = dc_client(fake).get_page("7")
+        assert isinstance(got, Page) and got.url == "https://wiki.example.com/x/pages/7/T"
+
+
+def test_missing_page_is_a_failure_value(dc: FakeConfluence) -> None:
+    got = dc_client(dc).get_page("4242", space="DOCS")
+    assert isinstance(got, PageFailure) and "not found" in got.reason
+
+
+def test_429_honours_retry_after_then_succeeds(dc: FakeConfluence) -> None:
+    dc.faults.next_statuses = [429, 429]
+    dc.faults.retry_after = "0.05"
+    started = datetime.now(UTC)
+    page = dc_client(dc).get_page("111")
+    assert isinstance(page, Page)
+    assert [r.status for r in dc.requests] == [429, 429, 200]
+    assert datetime.now(UTC) - started >= timedelta(seconds=0.1)  # waited as told (a lower bound only)
+
+
+def test_5xx_backs_off_and_gives_up_after_bounded_retries(dc: FakeConfluence) -> None:
+    dc.faults.next_statuses = [500, 503, 502]
+    assert isinstance(dc_client(dc).get_page("111"), Page)  # three failures, the fourth try works
+    dc.faults.next_statuses = [500] * 10
+    failure = dc_client(dc, max_retries=2).get_page("111")
+    assert isinstance(failure, PageFailure) and "HTTP 500" in failure.reason
+    with pytest.raises(ConfluenceUnavailableError, match="kept failing for the list of spaces"):
+        dc_client(dc, max_retries=2).list_spaces()
+
+
+def test_timeouts_are_retried_then_reported(dc: FakeConfluence) -> None:
+    dc.faults.delay_s = 0.5
+    with pytest.raises(ConfluenceUnavailableError, match="Timeout"):
+        dc_client(dc, timeout=0.05, max_retries=1).list_spaces()
+
+
+def test_wrong_token_and_forbidden_space_give_clear_errors(dc: FakeConfluence) -> None:
+    with pytest.raises(ConfluenceAccessError, match="rejected the credentials"):
+        dc_client(dc, personal_token="wrong").list_spaces()
+    dc.faults.forbidden_spaces = {"SECRET"}
+    with pytest.raises(ConfluenceAccessError, match="no access to space SECRET"):
+        dc_client(dc).list_pages("SECRET")
+
+
+def test_unknown_space_is_none_and_wrong_url_is_explained(dc: FakeConfluence) -> None:
+    assert dc_client(dc).get_space("NOPE") is None
+    assert dc_client(dc).get_space("DOCS") is not None
+    wrong = ConfluenceClient(
+        settings=ConfluenceSettings(url=dc.url.removesuffix("/confluence"), personal_token="x")
+    )
+    with pytest.raises(ConfluenceError, match="context path"):
+        wrong.list_spaces()
+
+
+def test_cql_changes_use_the_overlap_for_the_user_time_zone() -> None:
+    """CQL reads dates in the user's zone: west of UTC, a cursor in UTC lies in the future for the server."""
+    with FakeConfluence(pages=tree_wiki(), user_utc_offset=timedelta(hours=-10)) as fake:
+        client = dc_client(fake)
+        cursor = datetime.now(UTC) - timedelta(minutes=5)
+        fake.edit_page("111", body="<p>Moved to Tuesdays.</p>")
+        assert client.pages_modified_since("DOCS", cursor, overlap=timedelta(0)) == []
+        changed = client.pages_modified_since("DOCS", cursor, overlap=timedelta(hours=26))
+        assert [(r.id, r.version) for r in changed] == [("111", 2)]
+
+
+def test_settings_from_env_detect_cloud_and_hide_secrets() -> None:
+    assert ConfluenceSettings.from_env({}) is None
+    cloud = ConfluenceSettings.from_env(
+        {
+            "CONFLUENCE_URL": "https://acme.atlassian.net",
+            "CONFLUENCE_USERNAME": "a@acme.com",
+            "CONFLUENCE_API_TOKEN": "s3cret-api",
+        }
+    )
+    assert cloud is not None and cloud.is_cloud and cloud.base_url == "https://acme.atlassian.net/wiki"
+    dc = ConfluenceSettings.from_env(
+        {"CONFLUENCE_URL": "https://h/confluence/", "CONFLUENCE_PERSONAL_TOKEN": "s3cret-pat"}
+    )
+    assert dc is not None and not dc.is_cloud and dc.base_url == "https://h/confluence"
+    assert "s3cret" not in repr(cloud) + repr(dc) + repr(ConfluenceClient(settings=dc))
+    with pytest.raises(ConfluenceError, match="CONFLUENCE_PERSONAL_TOKEN"):
+        ConfluenceSettings.from_env({"CONFLUENCE_URL": "https://h"})
+
+
+def test_scope_parent_and_labels() -> None:
+    with FakeConfluence(pages=tree_wiki()) as fake:
+        refs = {r.id: r for r in dc_client(fake).list_pages("DOCS")}
+    team = SpaceScope.of("DOCS", parent_id="110", exclude_labels=["policy"])
+    assert sorted(pid for pid, r in refs.items() if team.includes(r)) == ["110", "111", "112"]
+    assert sum(SpaceScope.of("DOCS").includes(r) for r in refs.values()) == 6
+    assert team.describe() == "DOCS under page 110 without labels policy"
