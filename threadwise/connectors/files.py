@@ -20,6 +20,8 @@ from typing import Any
 
 from threadwise.core.page import Page, PageFailure
 
+SAMPLE_WIKI_DIR = Path(__file__).resolve().parent.parent / "sample_wiki"  # the pages shipped with the package
+
 _PAGE_ID_IN_URL = re.compile(r"/pages/(\d+)(?:[/?#]|$)")
 _PAGE_ID_PARAM = re.compile(r"[?&]pageId=(\d+)")
 

@@ -61,14 +61,15 @@ DROPPED_TAGS = {"ac:parameter", "ac:placeholder", "ac:adf-attribute", "colgroup"
 def rewrite_confluence_markup(soup: BeautifulSoup, root: Tag, user_names: Mapping[str, str]) -> None:
     """Replace every ac:/ri: construct under `root` by plain HTML (in place).
 
-    Works innermost first, so a status lozenge inside a table inside an expand macro is already text when the
+    Dropped markup is `extract()`ed, not decomposed: bs4's `decomposed` check searches the whole subtree
+    (a quadratic cost on deep pages). Works innermost first, so a status lozenge inside a table inside an expand macro is already text when the
     expand macro is unwrapped. `user_names` maps account ids / user keys to display names where known.
     """
     for extension in root.find_all("ac:adf-extension"):
         _rewrite_adf_extension(soup, extension)
     for tag in reversed(root.find_all(True)):
-        if tag.decomposed or tag.parent is None:
-            continue
+        if tag.parent is None:
+            continue  # already taken out with a dropped macro
         name = tag.name
         if name in ("ac:structured-macro", "ac:macro"):
             _rewrite_macro(soup, tag)
@@ -88,12 +89,12 @@ def rewrite_confluence_markup(soup: BeautifulSoup, root: Tag, user_names: Mappin
         elif name == "ac:task-list":
             _rewrite_task_list(soup, tag)
         elif name in DROPPED_TAGS and ":" not in name:
-            tag.decompose()
+            tag.extract()
     for tag in root.find_all(True):
-        if tag.decomposed or ":" not in tag.name:
+        if ":" not in tag.name:
             continue
         if tag.name in DROPPED_TAGS:
-            tag.decompose()
+            tag.extract()
         else:
             tag.unwrap()  # layouts, rich-text bodies, inline comment markers, unknown ac: tags: keep the text
 
@@ -114,7 +115,7 @@ def _replace_with_text(tag: Tag, text: str) -> None:
     if text:
         tag.replace_with(NavigableString(text))
     else:
-        tag.decompose()
+        tag.extract()
 
 
 def _params(macro: Tag) -> dict[str, str]:
@@ -130,7 +131,7 @@ def _rewrite_macro(soup: BeautifulSoup, macro: Tag) -> None:
     rich_body = macro.find("ac:rich-text-body", recursive=False)
     plain_body = macro.find("ac:plain-text-body", recursive=False)
     if name in DROPPED_MACROS:
-        macro.decompose()
+        macro.extract()
     elif name == "status":
         _replace_with_text(macro, params.get("title", "") or params.get("colour", ""))
     elif name == "jira":
@@ -146,7 +147,7 @@ def _rewrite_macro(soup: BeautifulSoup, macro: Tag) -> None:
     elif rich_body is not None:  # info/note/warning/tip/panel/expand/details/section/column/...
         _unwrap_panel(soup, macro, rich_body, PANEL_LABELS.get(name, ""), params.get("title", ""))
     else:
-        macro.decompose()  # a macro with no body shows generated content or nothing
+        macro.extract()  # a macro with no body shows generated content or nothing
 
 
 def _unwrap_panel(soup: BeautifulSoup, macro: Tag, body: Tag, label: str, title: str) -> None:
@@ -215,12 +216,12 @@ def _rewrite_task_list(soup: BeautifulSoup, task_list: Tag) -> None:
 
 def _rewrite_adf_extension(soup: BeautifulSoup, extension: Tag) -> None:
     """Cloud's ADF blocks: decision lists become "Decision: ..." items; others fall back to their HTML."""
-    if extension.decomposed:
+    if extension.parent is None:
         return
     decisions = extension.find("ac:adf-node", attrs={"type": "decision-list"})
     if decisions is None:
         for node in extension.find_all("ac:adf-node"):
-            node.decompose()
+            node.extract()
         return  # what is left is the ac:adf-fallback HTML, unwrapped later
     ul = soup.new_tag("ul")
     for item in decisions.find_all("ac:adf-node", attrs={"type": "decision-item"}):

@@ -32,7 +32,6 @@ MAX_COLUMNS = 200
 _CDATA = re.compile(r"<!\[CDATA\[(.*?)\]\]>", re.S)
 _BLANK_LINES = re.compile(r"\n[ \t]*\n\s*")
 _LIST_ITEM_START = re.compile(r"^(?=(?:[-*+]|\d+\.) )", re.M)
-_BULLET = re.compile(r"^(?:[-*+]|\d+\.) +")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 
 
@@ -75,6 +74,11 @@ class _Converter(MarkdownConverter):
         return " " + text.strip() + " "
 
     convert_th = convert_td
+
+    def convert_li(self, el: Tag, text: str, parent_tags: set[str]) -> str:
+        if "td" in parent_tags or "th" in parent_tags:  # in a cell: one item a line, no bullet to confuse
+            return "\n" + text.strip() + "\n"  # with text such as "24. December"
+        return str(super().convert_li(el, text, parent_tags))  # type: ignore[misc]  # untyped library
 
 
 _CONVERTER = _Converter()
@@ -128,6 +132,7 @@ def _blocks(soup: BeautifulSoup, root: Tag) -> Iterator[tuple[str, Tag]]:
     is a layout box, so it is walked into too.
     """
     run: list[PageElement] = []
+    holds_structure = _ancestors_of(root.find_all(STRUCTURE))
 
     def flush() -> Iterator[tuple[str, Tag]]:
         if run:
@@ -158,13 +163,24 @@ def _blocks(soup: BeautifulSoup, root: Tag) -> Iterator[tuple[str, Tag]]:
             elif child.name in ("ul", "ol"):
                 yield from flush()
                 yield "list", child
-            elif child.name != "pre" and child.find(STRUCTURE) is not None:
+            elif child.name != "pre" and id(child) in holds_structure:
                 yield from walk(child)
             else:
                 run.append(child)
 
     yield from walk(root)
     yield from flush()
+
+
+def _ancestors_of(tags: list[Tag]) -> set[int]:
+    """ids of every tag that has one of `tags` below it (one pass up from each, stopping at known ones)."""
+    seen: set[int] = set()
+    for tag in tags:
+        parent = tag.parent
+        while parent is not None and id(parent) not in seen:
+            seen.add(id(parent))
+            parent = parent.parent
+    return seen
 
 
 def _markdown(node: Tag) -> str:
@@ -311,16 +327,15 @@ def _single_cell(table: Tag) -> Tag | None:
 
 
 def cell_text(cell: Tag) -> str:
-    """A cell's text on one line; list items inside it are separated by "; "."""
+    """A cell's text on one line; the lines of a list or code block inside it are separated by "; "."""
     parts: list[str] = []
     for line in _markdown(cell).splitlines():
         line = _one_line(line)
-        if not line or line == "```":
+        if not line or line.startswith("```"):
             continue
-        item = _BULLET.sub("", line)
         if parts:
-            parts.append("; " if item != line and parts[-1][-1] not in ".;:!?" else " ")
-        parts.append(item)
+            parts.append(" " if parts[-1][-1] in ".;:!?," else "; ")
+        parts.append(line)
     return "".join(parts)
 
 
