@@ -1,0 +1,338 @@
+"""A small Slack Web API on 127.0.0.1, for tests and benchmarks of the Slack bot.
+
+It answers the methods Threadwise calls with Slack's real JSON shapes, so the real `slack_sdk.WebClient`
+(and Bolt on top of it) can be driven against it:
+
+    with FakeSlack(users={"UADMIN": {"is_admin": True}}) as slack:
+        client = WebClient(token=slack.token, base_url=slack.api_url)
+        ...
+        slack.wait_for(lambda: slack.calls_to("chat.update"))
+
+Like real Slack it checks the bot token, keeps the messages it was sent (so `chat.update` of an unknown
+message fails and `conversations.replies` returns a thread), and refuses Block Kit that breaks Slack's
+limits (`invalid_blocks`, checked with slack_sdk's own models). Every call is recorded with its
+parameters (form, query and JSON merged; `blocks` and `view` decoded) and the time it arrived. A slash
+command's `response_url` can point here too (`slack.response_url(...)`); its posts are recorded as the
+method "response_url".
+
+Faults: `fail("chat.update", "message_not_found")` answers the next call of a method with an error.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qsl, urlsplit
+
+from slack_sdk.errors import SlackObjectFormationError
+from slack_sdk.models.blocks import Block
+from slack_sdk.models.views import View
+
+MAX_MESSAGE_BLOCKS = 50
+_JSON_PARAMS = ("blocks", "view", "attachments", "metadata")
+
+
+@dataclass
+class SlackCall:
+    """One Web API call as the server saw it."""
+
+    method: str
+    params: dict[str, Any]
+    token: str
+    at: float  # time.monotonic() on arrival
+    ok: bool = True
+    error: str = ""
+
+
+@dataclass
+class FakeSlack:
+    """The server. Start it with `start()` or `with FakeSlack(...) as slack:`; it binds a free port."""
+
+    token: str = "xoxb-test-token"
+    team_id: str = "T0TEAM"
+    bot_user_id: str = "UBOT"
+    bot_id: str = "BBOT"
+    users: dict[str, dict[str, Any]] = field(default_factory=dict)  # user id -> fields (is_admin, ...)
+    delay: float = 0.0  # seconds added to every call, to act like a real network
+    host: str = "127.0.0.1"
+    calls: list[SlackCall] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self._lock = threading.Condition()
+        self._ts = itertools.count(1)
+        self._views = itertools.count(1)
+        self._faults: dict[str, list[str]] = {}
+        self._messages: dict[str, dict[str, dict[str, Any]]] = {}  # channel -> ts -> message
+        self._server: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    # -- scripting ---------------------------------------------------------------------------------------
+
+    def fail(self, method: str, error: str, *, times: int = 1) -> None:
+        """Answer the next `times` calls of `method` with `{"ok": false, "error": error}`."""
+        with self._lock:
+            self._faults.setdefault(method, []).extend([error] * times)
+
+    def add_message(
+        self, channel: str, ts: str, *, user: str, text: str, thread_ts: str | None = None
+    ) -> None:
+        """A message written by a person, for `conversations.replies` to return."""
+        with self._lock:
+            message = {"type": "message", "user": user, "text": text, "ts": ts}
+            if thread_ts:
+                message["thread_ts"] = thread_ts
+            self._messages.setdefault(channel, {})[ts] = message
+
+    # -- reading what happened ---------------------------------------------------------------------------
+
+    @property
+    def root(self) -> str:
+        assert self._server is not None, "server not started"
+        return f"http://{self.host}:{self._server.server_address[1]}"
+
+    @property
+    def api_url(self) -> str:
+        """What `WebClient(base_url=...)` and SLACK_API_URL want: http://127.0.0.1:PORT/api/."""
+        return self.root + "/api/"
+
+    def response_url(self, name: str = "1") -> str:
+        return f"{self.root}/respond/{name}"
+
+    def calls_to(self, method: str) -> list[SlackCall]:
+        with self._lock:
+            return [c for c in self.calls if c.method == method]
+
+    def message(self, channel: str, ts: str) -> dict[str, Any] | None:
+        """A message as it stands now (after any updates)."""
+        with self._lock:
+            found = self._messages.get(channel, {}).get(ts)
+            return json.loads(json.dumps(found)) if found else None
+
+    def thread(self, channel: str, thread_ts: str) -> list[dict[str, Any]]:
+        """All messages of a thread (the parent and its replies), oldest first."""
+        with self._lock:
+            found = [
+                m
+                for m in self._messages.get(channel, {}).values()
+                if m["ts"] == thread_ts or m.get("thread_ts") == thread_ts
+            ]
+            return json.loads(json.dumps(sorted(found, key=lambda m: float(m["ts"]))))
+
+    def bot_messages(self, channel: str, thread_ts: str) -> list[dict[str, Any]]:
+        return [m for m in self.thread(channel, thread_ts) if m.get("bot_id") == self.bot_id]
+
+    def wait_for(self, condition: Callable[[], Any], timeout: float = 15.0) -> Any:
+        """Wait until `condition()` is truthy (re-checked after every call) and return its value."""
+        deadline = time.monotonic() + timeout
+        with self._lock:
+            while True:
+                value = condition()
+                if value:
+                    return value
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    methods = [c.method for c in self.calls]
+                    raise AssertionError(f"condition not met within {timeout} s; calls so far: {methods}")
+                self._lock.wait(min(left, 0.1))
+
+    # -- lifecycle ----------------------------------------------------------------------------------------
+
+    def start(self) -> FakeSlack:
+        handler = type("Handler", (_Handler,), {"fake": self})
+        self._server = ThreadingHTTPServer((self.host, 0), handler)
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.02}, name="fake-slack", daemon=True
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
+    def __enter__(self) -> FakeSlack:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # -- the methods -------------------------------------------------------------------------------------
+
+    def handle(self, method: str, params: dict[str, Any], token: str) -> dict[str, Any]:
+        """Record the call and answer it; runs under the lock so the call log and messages stay consistent."""
+        if self.delay:
+            time.sleep(self.delay)
+        with self._lock:
+            call = SlackCall(method=method, params=params, token=token, at=time.monotonic())
+            self.calls.append(call)
+            reply = self._answer(method, params, token)
+            call.ok, call.error = bool(reply.get("ok")), str(reply.get("error", ""))
+            self._lock.notify_all()
+            return reply
+
+    def _answer(self, method: str, params: dict[str, Any], token: str) -> dict[str, Any]:
+        if method == "response_url":
+            return {"ok": True}
+        if token != self.token:
+            return {"ok": False, "error": "invalid_auth"}
+        faults = self._faults.get(method)
+        if faults:
+            return {"ok": False, "error": faults.pop(0)}
+        problem = _block_problem(params)
+        if problem:
+            return {"ok": False, "error": "invalid_blocks", "response_metadata": {"messages": [problem]}}
+        handler = getattr(self, "_" + method.replace(".", "_"), None)
+        if handler is None:
+            return {"ok": False, "error": "unknown_method"}
+        result: dict[str, Any] = handler(params)
+        return result
+
+    def _auth_test(self, params: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "ok": True,
+            "url": "https://fake.slack.test/",
+            "team": "Fake Team",
+            "user": "threadwise",
+            "team_id": self.team_id,
+            "user_id": self.bot_user_id,
+            "bot_id": self.bot_id,
+            "is_enterprise_install": False,
+        }
+
+    def _chat_postMessage(self, params: dict[str, Any]) -> dict[str, Any]:
+        channel = params.get("channel")
+        if not channel:
+            return {"ok": False, "error": "channel_not_found"}
+        if not params.get("text") and not params.get("blocks"):
+            return {"ok": False, "error": "no_text"}
+        ts = f"1800000000.{next(self._ts):06d}"
+        message = {
+            "type": "message",
+            "user": self.bot_user_id,
+            "bot_id": self.bot_id,
+            "text": params.get("text", ""),
+            "blocks": params.get("blocks", []),
+            "ts": ts,
+        }
+        if params.get("thread_ts"):
+            message["thread_ts"] = params["thread_ts"]
+        self._messages.setdefault(channel, {})[ts] = message
+        return {"ok": True, "channel": channel, "ts": ts, "message": message}
+
+    def _chat_update(self, params: dict[str, Any]) -> dict[str, Any]:
+        channel, ts = params.get("channel", ""), params.get("ts", "")
+        message = self._messages.get(channel, {}).get(ts)
+        if message is None:
+            return {"ok": False, "error": "message_not_found"}
+        if message.get("bot_id") != self.bot_id:
+            return {"ok": False, "error": "cant_update_message"}
+        message.update(text=params.get("text", ""), blocks=params.get("blocks", []), edited=True)
+        return {"ok": True, "channel": channel, "ts": ts, "text": message["text"], "message": message}
+
+    def _chat_postEphemeral(self, params: dict[str, Any]) -> dict[str, Any]:
+        if not params.get("channel") or not params.get("user"):
+            return {"ok": False, "error": "invalid_arguments"}
+        return {"ok": True, "message_ts": f"1800000000.{next(self._ts):06d}"}
+
+    def _views_publish(self, params: dict[str, Any]) -> dict[str, Any]:
+        if not params.get("user_id"):
+            return {"ok": False, "error": "invalid_arguments"}
+        return {"ok": True, "view": {"id": f"V{next(self._views)}", **params.get("view", {})}}
+
+    def _views_open(self, params: dict[str, Any]) -> dict[str, Any]:
+        if not params.get("trigger_id"):
+            return {"ok": False, "error": "invalid_trigger_id"}
+        return {"ok": True, "view": {"id": f"V{next(self._views)}", **params.get("view", {})}}
+
+    def _users_info(self, params: dict[str, Any]) -> dict[str, Any]:
+        user = params.get("user", "")
+        if user not in self.users:
+            return {"ok": False, "error": "user_not_found"}
+        fields = {"is_admin": False, "is_owner": False, "is_primary_owner": False, **self.users[user]}
+        return {"ok": True, "user": {"id": user, "team_id": self.team_id, "name": user.lower(), **fields}}
+
+    def _conversations_replies(self, params: dict[str, Any]) -> dict[str, Any]:
+        channel, ts = params.get("channel", ""), params.get("ts", "")
+        if channel not in self._messages:
+            return {"ok": False, "error": "channel_not_found"}
+        with_ts = [m for m in self._messages[channel].values() if m["ts"] == ts or m.get("thread_ts") == ts]
+        if not with_ts:
+            return {"ok": False, "error": "thread_not_found"}
+        return {"ok": True, "messages": sorted(with_ts, key=lambda m: float(m["ts"])), "has_more": False}
+
+    def _assistant_threads_setStatus(self, params: dict[str, Any]) -> dict[str, Any]:
+        return {"ok": True}
+
+
+def _block_problem(params: dict[str, Any]) -> str:
+    """Why Slack would refuse these blocks or this view ("" when it would accept them)."""
+    try:
+        if "blocks" in params:
+            blocks = params["blocks"] or []
+            if len(blocks) > MAX_MESSAGE_BLOCKS:
+                return f"a message may hold at most {MAX_MESSAGE_BLOCKS} blocks, got {len(blocks)}"
+            for raw in blocks:
+                block = Block.parse(raw)
+                if block is None:
+                    return f"unknown block type {raw.get('type')!r}"
+                block.to_dict()  # validates lengths and counts, nested elements included
+        if "view" in params:
+            View(**params["view"]).to_dict()
+    except SlackObjectFormationError as err:
+        return str(err)
+    return ""
+
+
+class _Handler(BaseHTTPRequestHandler):
+    fake: FakeSlack
+    server_version = "FakeSlack/1.0"
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+    def do_GET(self) -> None:
+        self._serve(b"")
+
+    def do_POST(self) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        self._serve(self.rfile.read(length) if length else b"")
+
+    def _serve(self, raw: bytes) -> None:
+        url = urlsplit(self.path)
+        params: dict[str, Any] = dict(parse_qsl(url.query))
+        if raw:
+            if "json" in self.headers.get("Content-Type", ""):
+                params.update(json.loads(raw))
+            else:
+                params.update(parse_qsl(raw.decode("utf-8")))
+        for name in _JSON_PARAMS:
+            if isinstance(params.get(name), str):
+                params[name] = json.loads(params[name])
+        bearer = self.headers.get("Authorization", "")
+        token = bearer.removeprefix("Bearer ") if bearer else str(params.pop("token", ""))
+        if url.path.startswith("/respond/"):
+            method = "response_url"
+        elif url.path.startswith("/api/"):
+            method = url.path[len("/api/") :]
+        else:
+            self._send(404, {"ok": False, "error": "not_found"})
+            return
+        self._send(200, self.fake.handle(method, params, token))
+
+    def _send(self, status: int, payload: dict[str, Any]) -> None:
+        data = json.dumps(payload).encode("utf-8")
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json; charset=utf-8")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)

@@ -1,0 +1,155 @@
+"""Requests as Slack sends them to an app: Events API callbacks, block actions, modal submissions, slash
+commands, each signed with the signing secret (v0 HMAC-SHA256 of "v0:timestamp:body") and POSTed to
+the app's `/slack/events` over real HTTP.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlencode
+
+from slack_sdk.signature import SignatureVerifier
+
+_event_ids = itertools.count(1)
+
+
+@dataclass
+class Reply:
+    status: int
+    body: str
+
+
+@dataclass
+class SlackSender:
+    """Posts signed requests to `url` (the app's /slack/events) as team `team`."""
+
+    url: str
+    signing_secret: str
+    team: str = "T0TEAM"
+    api_app_id: str = "A0APP"
+
+    def post(
+        self,
+        body: str,
+        *,
+        content_type: str,
+        retry_num: int | None = None,
+        timestamp: int | None = None,
+        secret: str | None = None,
+    ) -> Reply:
+        ts = str(timestamp if timestamp is not None else int(time.time()))
+        signature = SignatureVerifier(
+            secret if secret is not None else self.signing_secret
+        ).generate_signature(timestamp=ts, body=body)
+        headers = {
+            "Content-Type": content_type,
+            "X-Slack-Request-Timestamp": ts,
+            "X-Slack-Signature": signature,
+        }
+        if retry_num is not None:
+            headers["X-Slack-Retry-Num"] = str(retry_num)
+            headers["X-Slack-Retry-Reason"] = "http_timeout"
+        request = urllib.request.Request(self.url, data=body.encode("utf-8"), headers=headers, method="POST")
+        try:
+            with urllib.request.urlopen(request, timeout=10) as response:
+                return Reply(response.status, response.read().decode("utf-8"))
+        except urllib.error.HTTPError as err:
+            return Reply(err.code, err.read().decode("utf-8"))
+
+    # -- Events API ------------------------------------------------------------------------------------
+
+    def event(self, event: dict[str, Any], *, event_id: str | None = None, **options: Any) -> Reply:
+        body = {
+            "token": "legacy-verification-token",
+            "team_id": self.team,
+            "api_app_id": self.api_app_id,
+            "event": event,
+            "type": "event_callback",
+            "event_id": event_id or f"Ev{next(_event_ids):08d}",
+            "event_time": int(time.time()),
+        }
+        return self.post(json.dumps(body), content_type="application/json", **options)
+
+    def raw_event_body(self, body: dict[str, Any], **options: Any) -> Reply:
+        return self.post(json.dumps(body), content_type="application/json", **options)
+
+    # -- interactivity ---------------------------------------------------------------------------------
+
+    def interaction(self, payload: dict[str, Any], **options: Any) -> Reply:
+        body = urlencode({"payload": json.dumps(payload)})
+        return self.post(body, content_type="application/x-www-form-urlencoded", **options)
+
+    def block_action(
+        self,
+        *,
+        user: str,
+        channel: str,
+        message: dict[str, Any],
+        action: dict[str, Any],
+        trigger_id: str = "trigger-1",
+    ) -> Reply:
+        payload = {
+            "type": "block_actions",
+            "team": {"id": self.team, "domain": "fake"},
+            "user": {"id": user, "team_id": self.team},
+            "api_app_id": self.api_app_id,
+            "trigger_id": trigger_id,
+            "container": {
+                "type": "message",
+                "message_ts": message.get("ts"),
+                "channel_id": channel,
+                "is_ephemeral": False,
+                "thread_ts": message.get("thread_ts"),
+            },
+            "channel": {"id": channel, "name": "general"},
+            "message": message,
+            "actions": [{"action_ts": str(time.time()), **action}],
+        }
+        return self.interaction(payload)
+
+    def view_submission(self, *, user: str, view: dict[str, Any], values: dict[str, Any]) -> Reply:
+        payload = {
+            "type": "view_submission",
+            "team": {"id": self.team, "domain": "fake"},
+            "user": {"id": user, "team_id": self.team},
+            "api_app_id": self.api_app_id,
+            "trigger_id": "trigger-2",
+            "view": {**view, "id": "V1", "state": {"values": values}},
+        }
+        return self.interaction(payload)
+
+    # -- slash commands --------------------------------------------------------------------------------
+
+    def command(
+        self, text: str, *, user: str, channel: str, response_url: str, name: str = "/threadwise"
+    ) -> Reply:
+        form = {
+            "token": "legacy-verification-token",
+            "team_id": self.team,
+            "team_domain": "fake",
+            "channel_id": channel,
+            "channel_name": "general",
+            "user_id": user,
+            "user_name": user.lower(),
+            "command": name,
+            "text": text,
+            "api_app_id": self.api_app_id,
+            "response_url": response_url,
+            "trigger_id": "trigger-3",
+        }
+        return self.post(urlencode(form), content_type="application/x-www-form-urlencoded")
+
+
+def find_action(message: dict[str, Any], action_id: str) -> tuple[dict[str, Any], str]:
+    """The element with `action_id` in a message's blocks, and its block's id."""
+    for block in message.get("blocks", []):
+        for element in block.get("elements", []):
+            if element.get("action_id") == action_id:
+                return element, block.get("block_id", "")
+    raise AssertionError(f"no element {action_id!r} in {json.dumps(message.get('blocks'))[:2000]}")

@@ -1,0 +1,128 @@
+"""A small real Threadwise for Slack tests and the Slack benchmark: a SQLite file and an index in a folder,
+three wiki pages indexed with the offline HashingEmbedder, the real ConversationService and AdminService,
+and the Slack bot on a real HTTP server, talking to a FakeSlack.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from tests.support.fake_slack import FakeSlack
+from tests.support.slack_events import SlackSender
+from threadwise.bot.serve import make_http_server
+from threadwise.bot.slack_app import SlackBot, SlackSettings
+from threadwise.conversations import ConversationService
+from threadwise.core.answering import Answerer
+from threadwise.core.embedders import HashingEmbedder
+from threadwise.core.extractive import ExtractiveAnswerer
+from threadwise.core.history_completion import HistoryCompleter
+from threadwise.core.index import EvidenceIndex
+from threadwise.core.indexing import index_pages
+from threadwise.core.page import Page
+from threadwise.core.pipeline import Pipeline
+from threadwise.core.retrieval import Retriever
+from threadwise.db.base import make_engine, make_sessions, upgrade
+from threadwise.db.conversations import ConversationStore
+from threadwise.sync.admin import AdminService
+
+SIGNING_SECRET = "8f742231b10e8888abcd99yyyzzz85a5"
+ADMIN = "UADMIN"
+
+PAGES = (
+    Page(
+        id="101",
+        space="IT",
+        title="Requesting a new laptop",
+        url="https://wiki.example/display/IT/Laptops",
+        body=(
+            "<h1>Laptops</h1><p>To request a new laptop, open a ticket in the IT portal under Hardware. "
+            "Your team lead approves the request within two working days.</p>"
+            "<p>Old laptops are returned to the IT desk on floor 3.</p>"
+        ),
+        last_modified="2024-05-03T10:00:00Z",
+    ),
+    Page(
+        id="102",
+        space="HR",
+        title="Vacation policy",
+        url="https://wiki.example/display/HR/Vacation",
+        body=(
+            "<p>Every employee has 30 vacation days per year. Vacation requests go to the team lead "
+            "in the HR tool at least two weeks ahead.</p>"
+        ),
+        last_modified="2024-04-01T08:30:00Z",
+    ),
+    Page(
+        id="103",
+        space="IT",
+        title="On-call rota",
+        url="https://wiki.example/display/IT/Oncall",
+        body=(
+            "<table><tr><th>Week</th><th>Engineer</th></tr><tr><td>1</td><td>Alice Jones</td></tr>"
+            "<tr><td>2</td><td>Bob Smith</td></tr></table>"
+        ),
+        last_modified="2024-06-10T12:00:00Z",
+    ),
+)
+
+
+@dataclass
+class World:
+    conversations: ConversationService
+    admin: AdminService
+    index: EvidenceIndex
+    store: ConversationStore
+
+
+def build_world(folder: Path, *, answerer: Answerer | None = None, pages: tuple[Page, ...] = PAGES) -> World:
+    """The real services over a SQLite file and an index in `folder`; `answerer` defaults to the offline one."""
+    engine = make_engine(f"sqlite:///{folder / 'threadwise.sqlite'}")
+    upgrade(engine)
+    sessions = make_sessions(engine)
+    embedder = HashingEmbedder()
+    index = EvidenceIndex(directory=folder / "index", embedder=embedder)
+    if pages:
+        index_pages(index, list(pages))
+    pipeline = Pipeline(
+        completer=HistoryCompleter(),
+        retriever=Retriever(index=index, embedder=embedder),
+        answerer=answerer or ExtractiveAnswerer(embedder=embedder),
+    )
+    store = ConversationStore(sessions=sessions)
+    conversations = ConversationService(pipeline=pipeline, store=store, index=index)
+    return World(conversations, AdminService(sessions=sessions, index=index), index, store)
+
+
+@dataclass
+class Running:
+    bot: SlackBot
+    slack: FakeSlack
+    send: SlackSender
+
+
+@contextmanager
+def running_bot(world: World, slack: FakeSlack, **settings: object) -> Iterator[Running]:
+    """The Slack bot for `world` on a real HTTP server at 127.0.0.1 (a free port), talking to `slack`."""
+    options: dict[str, object] = {
+        "bot_token": slack.token,
+        "signing_secret": SIGNING_SECRET,
+        "api_url": slack.api_url,
+        "admin_user_ids": (ADMIN,),
+        **settings,
+    }
+    bot = SlackBot(conversations=world.conversations, admin=world.admin, settings=SlackSettings(**options))  # type: ignore[arg-type]
+    server = make_http_server(bot, host="127.0.0.1", port=0)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    url = f"http://127.0.0.1:{server.server_address[1]}/slack/events"
+    try:
+        yield Running(bot, slack, SlackSender(url=url, signing_secret=SIGNING_SECRET, team=slack.team_id))
+    finally:
+        server.shutdown()
+        server.server_close()
+        bot.wait_idle(timeout=10)
+        bot.close()

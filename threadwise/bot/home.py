@@ -1,0 +1,98 @@
+"""The App Home tab: what the bot knows, how to use it, and for admins the feedback people gave."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from threadwise.bot.blocks import Block, context, section
+from threadwise.bot.mrkdwn import escape, slack_date, truncate
+from threadwise.sync.admin import SpaceStatus
+
+MAX_SPACES = 30
+HOW_TO = (
+    "*How to ask*\n"
+    "• Mention me in a channel: `@Threadwise how do I request a new laptop?` I answer in the thread.\n"
+    "• In a thread I answered, just keep asking: follow-ups need no new mention.\n"
+    "• Or write to me here, in *Messages*.\n"
+    "Each answer links its sources. *Explain* shows which sources caused it; 👍 / 👎 tell the admins how it went."
+)
+ADMIN_HELP = (
+    "*Admin commands* (`/threadwise help` lists them all)\n"
+    "`/threadwise status` · `/threadwise spaces` · `/threadwise add KEY` · `/threadwise remove KEY` · "
+    "`/threadwise sync [KEY]` · `/threadwise channel [KEY …|all]`"
+)
+
+
+def _when(value: datetime | None) -> str:
+    return slack_date(value.isoformat()) if value else "never"
+
+
+def space_line(space: SpaceStatus) -> str:
+    """ "*ENG* Engineering — 120 pages, 1 834 evidences · last sync ok 3 May (0 failed)"."""
+    name = f" {escape(space.name)}" if space.name and space.name != space.key else ""
+    line = f"*{escape(space.key)}*{name} — {space.pages} pages, {space.evidences} evidences"
+    run = space.last_run
+    if run is None:
+        line += " · not synced yet" if space.configured else " · indexed from files"
+    else:
+        line += f" · last sync *{run.status}* {_when(run.finished_at or run.started_at)}"
+        if run.failed:
+            line += f" ({run.failed} pages failed)"
+        if run.error:
+            line += f": {escape(truncate(run.error, 200))}"
+    if space.configured and not space.enabled:
+        line += " · _disabled_"
+    return line
+
+
+def knowledge_blocks(spaces: Sequence[SpaceStatus]) -> list[Block]:
+    if not spaces:
+        return [
+            section(
+                "*What I know*\nNothing yet: no Confluence space is synced. An admin can add one with `/threadwise add KEY`."
+            )
+        ]
+    pages = sum(s.pages for s in spaces)
+    evidences = sum(s.evidences for s in spaces)
+    head = f"*What I know*: {pages} pages, {evidences} evidences in {len(spaces)} spaces"
+    lines = [space_line(s) for s in spaces[:MAX_SPACES]]
+    if len(spaces) > MAX_SPACES:
+        lines.append(f"… and {len(spaces) - MAX_SPACES} more spaces (`/threadwise spaces`)")
+    return [section(head), *[section(truncate(line, 2900)) for line in lines]]
+
+
+def feedback_blocks(summary: dict[str, Any]) -> list[Block]:
+    """👍/👎 counts and the latest 👎 with the question and the comment."""
+    blocks: list[Block] = [
+        section(f"*Feedback* (admins only): 👍 {summary.get('up', 0)} · 👎 {summary.get('down', 0)}")
+    ]
+    for down in summary.get("latest_down", [])[:10]:
+        text = f"👎 <@{down.get('user', '')}> on _{escape(truncate(down.get('question', ''), 300))}_"
+        if down.get("comment"):
+            text += f"\n> {escape(truncate(down['comment'], 500))}"
+        blocks.append(context(text + f"\nanswer {down.get('turn_id')} · {slack_date(down.get('when', ''))}"))
+    return blocks
+
+
+def home_view(
+    *, spaces: Sequence[SpaceStatus], is_admin: bool, feedback: dict[str, Any] | None
+) -> dict[str, Any]:
+    """The Home tab for one user; admins also see the feedback summary and the commands."""
+    blocks: list[Block] = [
+        {"type": "header", "text": {"type": "plain_text", "text": "Threadwise", "emoji": True}},
+        section("I answer questions from your team's Confluence pages, with links to the pages I used."),
+        {"type": "divider"},
+        section(HOW_TO),
+        {"type": "divider"},
+        *knowledge_blocks(spaces),
+    ]
+    if is_admin:
+        blocks += [
+            {"type": "divider"},
+            *feedback_blocks(feedback or {}),
+            {"type": "divider"},
+            section(ADMIN_HELP),
+        ]
+    return {"type": "home", "blocks": blocks[:100]}

@@ -1,0 +1,240 @@
+"""What the buttons, menus, modals and the `/threadwise` command do. Each listener acks first, then works.
+
+- Explain (`explain`): the button says "Explaining…", the attribution is posted in the thread, the button
+  says "Explained". A second press shows the stored result privately, at once.
+- 👍/👎 (`feedback`, values up/down): stored per user and turn (a new vote replaces the old); 👎 opens the
+  optional "what was wrong?" modal.
+- Behind the scenes (overflow `more`), Read the full answer, Try again, suggested follow-ups.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from typing import TYPE_CHECKING, Any
+
+from slack_sdk.errors import SlackApiError
+
+from threadwise.bot import blocks
+from threadwise.bot.admin_commands import HELP, is_instant
+from threadwise.trace_render import render_trace
+
+if TYPE_CHECKING:
+    from threadwise.bot.slack_app import SlackBot
+
+log = logging.getLogger(__name__)
+
+COMMAND = "/threadwise"
+
+
+def register_actions(bot: SlackBot) -> None:
+    app = bot.app
+    app.action(blocks.EXPLAIN)(lambda ack, body, action: _explain(bot, ack, body, action))
+    app.action(blocks.FEEDBACK)(lambda ack, body, action: _feedback(bot, ack, body, action))
+    app.action(blocks.MORE)(lambda ack, body, action: _more(bot, ack, body, action))
+    app.action(blocks.FULL_ANSWER)(lambda ack, body, action: _full_answer(bot, ack, body, action))
+    app.action(blocks.RETRY)(lambda ack, body, action: _retry(bot, ack, body, action))
+    app.action(re.compile(f"^{blocks.FOLLOW_UP}_\\d+$"))(
+        lambda ack, body, action: _follow_up(bot, ack, body, action)
+    )
+    app.view(blocks.FEEDBACK_MODAL)(lambda ack, body, view: _feedback_comment(bot, ack, body, view))
+    app.command(COMMAND)(lambda ack, body, command, respond: _command(bot, ack, command, respond))
+    # Anything else Slack sends (an event type we did not ask for, a stray button) is acknowledged and
+    # logged, so Slack neither retries it nor shows the user an error.
+    app.event(re.compile(".*"))(_ignore_event)
+    app.action(re.compile(".*"))(_ignore_action)
+
+
+def _ignore_event(body: dict[str, Any]) -> None:
+    log.info("ignored event %s", (body.get("event") or {}).get("type"))
+
+
+def _ignore_action(ack: Any, action: dict[str, Any]) -> None:
+    ack()
+    log.info("ignored action %s", action.get("action_id"))
+
+
+class _Where:
+    """Where a block action happened: who pressed, in which channel, on which message of which thread."""
+
+    def __init__(self, body: dict[str, Any]) -> None:
+        container = body.get("container") or {}
+        message = body.get("message") or {}
+        self.user = str((body.get("user") or {}).get("id", ""))
+        self.channel = str((body.get("channel") or {}).get("id") or container.get("channel_id") or "")
+        self.message_ts = message.get("ts") or container.get("message_ts")
+        self.thread_ts = message.get("thread_ts") or container.get("thread_ts") or self.message_ts
+        self.team = str((body.get("team") or {}).get("id") or body.get("team_id") or "")
+        self.trigger_id = body.get("trigger_id")
+
+    @property
+    def complete(self) -> bool:
+        return bool(self.user and self.channel and self.message_ts)
+
+
+_notice = blocks.notice_message
+
+
+def _turn_id(value: Any) -> int | None:
+    try:
+        return int(str(value).rsplit(":", 1)[-1])
+    except (TypeError, ValueError):
+        return None
+
+
+def _open(bot: SlackBot, where: _Where, view: dict[str, Any]) -> None:
+    """Open a modal for the user who pressed; privately in the thread when Slack will not open it."""
+    try:
+        bot.client.views_open(trigger_id=where.trigger_id or "", view=view)
+    except SlackApiError as err:
+        log.warning("views.open failed: %s", err.response.get("error"))
+        bot.ephemeral(
+            where.channel,
+            where.user,
+            where.thread_ts,
+            _notice("Sorry, Slack would not open that window; please try again."),
+        )
+
+
+# -- Explain ------------------------------------------------------------------------------------------------
+
+
+def _explain(bot: SlackBot, ack: Any, body: dict[str, Any], action: dict[str, Any]) -> None:
+    ack()
+    where, turn_id = _Where(body), _turn_id(action.get("value"))
+    turn = bot.conversations.get_turn(turn_id) if turn_id is not None else None
+    if turn is None or not where.complete:
+        log.info("ignored an Explain press without a known answer: %s", action.get("value"))
+        return
+    bot.update(
+        where.channel, where.thread_ts, where.message_ts, blocks.answer_message(turn, explain_state="running")
+    )
+
+    def work() -> None:
+        view = bot.conversations.explain(turn.turn_id)
+        message = blocks.explanation_message(view)
+        if view.cached:  # it is in the thread already: show it again to this user only
+            bot.ephemeral(where.channel, where.user, where.thread_ts, message)
+        else:
+            bot.post(where.channel, where.thread_ts, message)
+        state = "ready" if view.error else "done"
+        bot.update(
+            where.channel, where.thread_ts, where.message_ts, blocks.answer_message(turn, explain_state=state)
+        )
+
+    bot.submit(work, f"explaining answer {turn.turn_id}")
+
+
+# -- feedback -----------------------------------------------------------------------------------------------
+
+
+def _feedback(bot: SlackBot, ack: Any, body: dict[str, Any], action: dict[str, Any]) -> None:
+    ack()
+    where = _Where(body)
+    vote = action.get("value")
+    turn_id = blocks.turn_id_of_block(action.get("block_id", ""))
+    if vote not in ("up", "down") or turn_id is None or not where.user:
+        log.info("ignored a feedback press without a vote or an answer: %s %s", vote, action.get("block_id"))
+        return
+    if vote == "down":  # the modal first: its trigger expires after 3 s
+        _open(
+            bot, where, blocks.feedback_modal(turn_id, channel=where.channel, thread_ts=str(where.thread_ts))
+        )
+    bot.conversations.vote(turn_id, where.user, vote)
+    if vote == "up":
+        bot.ephemeral(where.channel, where.user, where.thread_ts, _notice("Thanks for the 👍, noted."))
+
+
+def _feedback_comment(bot: SlackBot, ack: Any, body: dict[str, Any], view: dict[str, Any]) -> None:
+    ack()
+    try:
+        turn_id = int(json.loads(view.get("private_metadata") or "{}")["turn_id"])
+    except (ValueError, KeyError, TypeError):
+        log.info("ignored a feedback form without its answer id")
+        return
+    values = (view.get("state") or {}).get("values") or {}
+    text = ((values.get(blocks.COMMENT_BLOCK) or {}).get(blocks.COMMENT_INPUT) or {}).get("value") or ""
+    user = str((body.get("user") or {}).get("id", ""))
+    if text.strip() and user:
+        bot.conversations.comment(turn_id, user, text.strip())
+
+
+# -- the overflow menu, the full answer, retries, follow-ups ----------------------------------------------
+
+
+def _more(bot: SlackBot, ack: Any, body: dict[str, Any], action: dict[str, Any]) -> None:
+    ack()
+    where = _Where(body)
+    value = str((action.get("selected_option") or {}).get("value", ""))
+    turn_id = _turn_id(value)
+    if not value.startswith("trace:") or turn_id is None:
+        return
+    try:
+        text = render_trace(bot.conversations.trace(turn_id), prompts=False)
+    except KeyError:
+        bot.ephemeral(
+            where.channel, where.user, where.thread_ts, _notice(f"I have no record of answer {turn_id}.")
+        )
+        return
+    _open(bot, where, blocks.trace_modal(turn_id, text))
+
+
+def _full_answer(bot: SlackBot, ack: Any, body: dict[str, Any], action: dict[str, Any]) -> None:
+    ack()
+    turn_id = _turn_id(action.get("value"))
+    turn = bot.conversations.get_turn(turn_id) if turn_id is not None else None
+    if turn is not None:
+        _open(bot, _Where(body), blocks.full_answer_modal(turn))
+
+
+def _retry(bot: SlackBot, ack: Any, body: dict[str, Any], action: dict[str, Any]) -> None:
+    """Ask a failed question again, in place of the failure message."""
+    from threadwise.bot.slack_app import Question
+
+    ack()
+    where, turn_id = _Where(body), _turn_id(action.get("value"))
+    turn = bot.conversations.get_turn(turn_id) if turn_id is not None else None
+    if turn is None or not where.complete:
+        return
+    question = Question(where.team, where.channel, str(where.thread_ts), where.user, turn.question)
+    bot.start_answer(question, claim=f"retry:{turn.turn_id}", placeholder_ts=where.message_ts)
+
+
+def _follow_up(bot: SlackBot, ack: Any, body: dict[str, Any], action: dict[str, Any]) -> None:
+    """A suggested follow-up, asked in the thread in the name of the user who pressed it (once per message)."""
+    from threadwise.bot.slack_app import Question
+
+    ack()
+    where = _Where(body)
+    text = str(action.get("value") or "").strip()
+    if not text or not where.complete:
+        return
+    claim = f"{where.team}:{where.channel}:{where.message_ts}:{action.get('action_id')}"
+    if not bot.conversations.store.claim_event(f"slack:{claim}"):
+        bot.ephemeral(
+            where.channel,
+            where.user,
+            where.thread_ts,
+            _notice("That question was asked already; the answer is in the thread."),
+        )
+        return
+    bot.post(where.channel, where.thread_ts, blocks.asked_for_message(where.user, text))
+    bot.start_answer(Question(where.team, where.channel, str(where.thread_ts), where.user, text), claim=None)
+
+
+# -- /threadwise ---------------------------------------------------------------------------------------------
+
+
+def _command(bot: SlackBot, ack: Any, command: dict[str, Any], respond: Any) -> None:
+    text = str(command.get("text") or "").strip()
+    user, channel = str(command.get("user_id", "")), str(command.get("channel_id", ""))
+    if is_instant(text):
+        ack(text=HELP, response_type="ephemeral")
+        return
+    ack()
+
+    def reply(message: str) -> None:
+        respond(text=message, response_type="ephemeral", replace_original=False)
+
+    bot.submit(lambda: bot.commands.run(text, user=user, channel=channel, reply=reply), f"/threadwise {text}")

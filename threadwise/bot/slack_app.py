@@ -1,0 +1,333 @@
+"""The Slack adapter: a Bolt app over the platform-neutral ConversationService and the AdminService.
+
+Slack re-sends an event that is not acknowledged within 3 s, so every listener acknowledges at once (Bolt
+acks events before the listener runs) and leaves slow work to a bounded pool of answer workers:
+
+    mention → ack → claim the message (answer once) → placeholder in the thread (< 1 s)
+            → [worker] ask → chat.update the placeholder with the answer (or a friendly failure)
+
+A message is claimed by (team, channel, ts) in the database, so Slack's retries (X-Slack-Retry-Num, the
+same event_id) and a mention that arrives both as `app_mention` and as `message` are answered once, even
+across processes. Buttons and the slash command are in `slack_actions`.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+from slack_bolt import App
+from slack_sdk import WebClient
+from slack_sdk.errors import SlackApiError
+
+from threadwise.bot import blocks
+from threadwise.bot.admin_commands import AdminCheck, AdminCommands
+from threadwise.bot.home import home_view
+from threadwise.bot.mrkdwn import mentions_other_user, plain_question
+from threadwise.conversations import ConversationService
+from threadwise.db.conversations import ThreadKey
+from threadwise.sync.admin import AdminService
+
+log = logging.getLogger(__name__)
+
+DEFAULT_API_URL = "https://slack.com/api/"
+PLATFORM = "slack"
+EMPTY_QUESTION = (
+    "Hi! Ask me a question about your Confluence pages, for example "
+    "_@Threadwise how do I request a new laptop?_ I'll answer in the thread."
+)
+FAILED = ":warning: Sorry, I couldn't answer this time: something went wrong on my side. The error is logged; please try again."
+_ANSWERED_SUBTYPES = (None, "thread_broadcast", "file_share")
+
+
+@dataclass(frozen=True)
+class SlackSettings:
+    """What the Slack app needs; the composition root fills it (`from_env` reads Bolt's usual names)."""
+
+    bot_token: str
+    signing_secret: str = ""  # HTTP mode only
+    app_token: str = ""  # Socket Mode only (xapp-…)
+    api_url: str = DEFAULT_API_URL  # the Web API base URL, with its /api/ suffix
+    admin_user_ids: tuple[str, ...] = ()
+    workspace_admins: bool = True  # workspace admins/owners count as Threadwise admins
+    follow_ups_without_mention: bool = True
+    answer_workers: int = 8  # questions and explanations worked on at once
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str]) -> SlackSettings:
+        """SLACK_BOT_TOKEN, SLACK_APP_TOKEN, SLACK_SIGNING_SECRET, SLACK_API_URL, THREADWISE_SLACK_ADMINS
+        (comma-separated user ids), THREADWISE_SLACK_WORKSPACE_ADMINS, THREADWISE_SLACK_FOLLOW_UPS,
+        THREADWISE_SLACK_WORKERS."""
+
+        def flag(name: str, default: bool) -> bool:
+            value = env.get(name, "").strip().lower()
+            return default if not value else value in ("1", "true", "yes", "on")
+
+        url = env.get("SLACK_API_URL", "").strip() or DEFAULT_API_URL
+        return cls(
+            bot_token=env.get("SLACK_BOT_TOKEN", "").strip(),
+            signing_secret=env.get("SLACK_SIGNING_SECRET", "").strip(),
+            app_token=env.get("SLACK_APP_TOKEN", "").strip(),
+            api_url=url if url.endswith("/") else url + "/",
+            admin_user_ids=tuple(
+                u.strip() for u in env.get("THREADWISE_SLACK_ADMINS", "").split(",") if u.strip()
+            ),
+            workspace_admins=flag("THREADWISE_SLACK_WORKSPACE_ADMINS", True),
+            follow_ups_without_mention=flag("THREADWISE_SLACK_FOLLOW_UPS", True),
+            answer_workers=max(1, int(env.get("THREADWISE_SLACK_WORKERS", "8") or 8)),
+        )
+
+
+@dataclass(frozen=True)
+class Question:
+    """One question to answer in a thread."""
+
+    team: str
+    channel: str
+    thread_ts: str
+    user: str
+    text: str
+
+    @property
+    def key(self) -> ThreadKey:
+        return ThreadKey(PLATFORM, self.team, self.channel, self.thread_ts)
+
+
+class SlackBot:
+    """The Bolt app (`.app`), its listeners, and the pool that does the slow work."""
+
+    def __init__(
+        self,
+        *,
+        conversations: ConversationService,
+        admin: AdminService,
+        settings: SlackSettings,
+        client: WebClient | None = None,
+        request_verification: bool = True,
+    ) -> None:
+        self.conversations = conversations
+        self.admin = admin
+        self.settings = settings
+        self.client = client or WebClient(token=settings.bot_token, base_url=settings.api_url)
+        self.is_admin = AdminCheck(
+            client=self.client,
+            admin_user_ids=settings.admin_user_ids,
+            workspace_admins=settings.workspace_admins,
+        )
+        self.commands = AdminCommands(admin=admin, is_admin=self.is_admin)
+        self.workers = ThreadPoolExecutor(
+            max_workers=settings.answer_workers, thread_name_prefix="threadwise-answer"
+        )
+        self._pending = 0
+        self._idle = threading.Condition()
+        self.app = App(
+            client=self.client,
+            signing_secret=settings.signing_secret,
+            token_verification_enabled=False,  # auth.test happens on the first request (and in `doctor`)
+            request_verification_enabled=request_verification,
+            process_before_response=False,
+            listener_executor=ThreadPoolExecutor(max_workers=32, thread_name_prefix="threadwise-listener"),
+            logger=logging.getLogger("threadwise.bolt"),
+            name="threadwise",
+        )
+        from threadwise.bot.slack_actions import register_actions
+
+        self.app.event("app_mention")(self.on_mention)
+        self.app.event("message")(self.on_message)
+        self.app.event("app_home_opened")(self.on_home_opened)
+        register_actions(self)
+        self.app.error(self.on_error)
+
+    # -- background work --------------------------------------------------------------------------------
+
+    def submit(self, job: Callable[[], None], what: str) -> Future[None]:
+        """Run `job` in the answer pool; its exceptions are logged, never lost."""
+        with self._idle:
+            self._pending += 1
+
+        def run() -> None:
+            try:
+                job()
+            except Exception:
+                log.exception("%s failed", what)
+            finally:
+                with self._idle:
+                    self._pending -= 1
+                    self._idle.notify_all()
+
+        return self.workers.submit(run)
+
+    @property
+    def waiting(self) -> int:
+        """Jobs that have not found a worker yet."""
+        with self._idle:
+            return max(0, self._pending - self.settings.answer_workers)
+
+    def wait_idle(self, timeout: float = 30.0) -> bool:
+        """Block until no background job is left (tests, benchmarks, shutdown)."""
+        with self._idle:
+            return self._idle.wait_for(lambda: self._pending == 0, timeout=timeout)
+
+    def close(self, *, wait: bool = True) -> None:
+        self.workers.shutdown(wait=wait, cancel_futures=not wait)
+
+    # -- events ---------------------------------------------------------------------------------------
+
+    def on_mention(self, body: dict[str, Any], event: dict[str, Any], context: Any) -> None:
+        if event.get("bot_id") or event.get("subtype") not in _ANSWERED_SUBTYPES:
+            return
+        question = self._question(body, event, context)
+        if question is None:
+            log.info("ignored an app_mention without channel, user or ts: %s", body.get("event_id"))
+            return
+        self.start_answer(question, claim=f"{question.team}:{question.channel}:{event['ts']}")
+
+    def on_message(self, body: dict[str, Any], event: dict[str, Any], context: Any) -> None:
+        """DMs are conversations; in channels, a reply in a thread the bot answered in is a follow-up."""
+        if event.get("bot_id") or event.get("subtype") not in _ANSWERED_SUBTYPES:
+            return
+        question = self._question(body, event, context)
+        if question is None:
+            return
+        if event.get("channel_type") != "im":
+            if not self.settings.follow_ups_without_mention or event.get("thread_ts") in (
+                None,
+                event.get("ts"),
+            ):
+                return
+            if mentions_other_user(event.get("text", ""), context.bot_user_id or ""):
+                return  # people talking to each other in the thread
+            if not self.conversations.knows_thread(question.key):
+                return  # never in threads the bot was not invited into
+        self.start_answer(question, claim=f"{question.team}:{question.channel}:{event['ts']}")
+
+    def _question(self, body: dict[str, Any], event: dict[str, Any], context: Any) -> Question | None:
+        channel, user, ts = event.get("channel"), event.get("user"), event.get("ts")
+        if not (isinstance(channel, str) and isinstance(user, str) and isinstance(ts, str)):
+            return None
+        team = body.get("team_id") or event.get("team") or context.team_id or ""
+        text = plain_question(str(event.get("text") or ""), bot_user_id=context.bot_user_id or "")
+        return Question(
+            team=team, channel=channel, thread_ts=event.get("thread_ts") or ts, user=user, text=text
+        )
+
+    def on_home_opened(self, event: dict[str, Any]) -> None:
+        user = event.get("user")
+        if event.get("tab", "home") != "home" or not isinstance(user, str):
+            return
+        self.submit(lambda: self.publish_home(user), "publishing the Home tab")
+
+    def publish_home(self, user: str) -> None:
+        admin = self.is_admin(user)
+        view = home_view(
+            spaces=self.admin.status(),
+            is_admin=admin,
+            feedback=self.conversations.feedback_summary() if admin else None,
+        )
+        self.client.views_publish(user_id=user, view=view)
+
+    def on_error(self, error: Exception, body: dict[str, Any]) -> None:
+        log.error(
+            "Slack listener failed on %s: %r", body.get("type") or body.get("event", {}).get("type"), error
+        )
+
+    # -- answering ----------------------------------------------------------------------------------
+
+    def start_answer(
+        self, question: Question, *, claim: str | None, placeholder_ts: str | None = None
+    ) -> bool:
+        """Answer `question` in its thread unless `claim` was taken before; False when it was a repeat."""
+        if claim is not None and not self.conversations.store.claim_event(f"{PLATFORM}:{claim}"):
+            log.info("already answered %s (a retry or a duplicate event)", claim)
+            return False
+        if not question.text:
+            self.post(question.channel, question.thread_ts, blocks.notice_message(EMPTY_QUESTION))
+            return True
+        placeholder = blocks.placeholder_message(question.text, waiting=self.waiting)
+        if placeholder_ts is not None:
+            self.update(question.channel, question.thread_ts, placeholder_ts, placeholder)
+        else:
+            placeholder_ts = self.post(question.channel, question.thread_ts, placeholder)
+        ts = placeholder_ts
+        self.submit(lambda: self._answer(question, ts), "answering")
+        return True
+
+    def _answer(self, question: Question, placeholder_ts: str | None) -> None:
+        try:
+            spaces = self.admin.channel_spaces(question.channel) or None
+            turn = self.conversations.ask(question.key, question.text, user=question.user, spaces=spaces)
+        except Exception:
+            log.exception("answering %r failed", question.text)
+            self.update(question.channel, question.thread_ts, placeholder_ts, blocks.notice_message(FAILED))
+            return
+        ts = self.update(
+            question.channel,
+            question.thread_ts,
+            placeholder_ts,
+            blocks.answer_message(turn),
+            plainer=lambda: blocks.answer_message(turn, feedback_buttons=False),
+        )
+        if ts is not None:
+            self.conversations.set_message_ref(turn.turn_id, ts)
+
+    # -- sending ------------------------------------------------------------------------------------
+
+    def post(self, channel: str, thread_ts: str | None, message: blocks.Message) -> str | None:
+        """Post in a thread; the message's ts, or None when Slack refused (logged)."""
+        try:
+            reply = self.client.chat_postMessage(channel=channel, thread_ts=thread_ts, **message)
+            return str(reply["ts"])
+        except SlackApiError as err:
+            log.error("chat.postMessage in %s failed: %s", channel, _why(err))
+            return None
+
+    def update(
+        self,
+        channel: str,
+        thread_ts: str | None,
+        ts: str | None,
+        message: blocks.Message,
+        *,
+        plainer: Callable[[], blocks.Message] | None = None,
+    ) -> str | None:
+        """Replace a message (the placeholder) in place; if it is gone, post anew. Never leaves the user without it."""
+        if ts is not None:
+            try:
+                self.client.chat_update(channel=channel, ts=ts, **message)
+                return ts
+            except SlackApiError as err:
+                log.warning("chat.update of %s in %s failed: %s", ts, channel, _why(err))
+                if err.response.get("error") == "invalid_blocks" and plainer is not None:
+                    return self.update(channel, thread_ts, ts, plainer())
+        new_ts = self.post(channel, thread_ts, message)
+        if new_ts is None and plainer is not None:
+            new_ts = self.post(channel, thread_ts, plainer())
+        return new_ts
+
+    def ephemeral(self, channel: str, user: str, thread_ts: str | None, message: blocks.Message) -> None:
+        """A message only `user` sees, in the thread."""
+        try:
+            self.client.chat_postEphemeral(channel=channel, user=user, thread_ts=thread_ts, **message)
+        except SlackApiError as err:
+            log.warning("chat.postEphemeral to %s failed: %s", user, _why(err))
+
+
+def _why(err: SlackApiError) -> str:
+    response = err.response
+    details = response.get("response_metadata", {}).get("messages") if hasattr(response, "get") else None
+    return f"{response.get('error')}{' ' + str(details) if details else ''}"
+
+
+def build_slack_bot(
+    *,
+    conversations: ConversationService,
+    admin: AdminService,
+    settings: SlackSettings,
+    client: WebClient | None = None,
+) -> SlackBot:
+    """The Slack bot, ready for Socket Mode (`serve.run_socket_mode`) or HTTP (`serve.run_http`)."""
+    return SlackBot(conversations=conversations, admin=admin, settings=settings, client=client)

@@ -1,0 +1,127 @@
+"""`threadwise serve [--http PORT]` runs the Slack bot and the sync scheduler; `threadwise doctor` checks the set-up.
+
+`register(subparsers, build)` adds both; `build()` returns the composition root (threadwise.wiring.Threadwise).
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from typing import Any
+
+from threadwise.bot.doctor import Check, all_ok, render, run_check, slack_checks
+from threadwise.bot.slack_app import SlackSettings, build_slack_bot
+from threadwise.wiring import Threadwise
+
+Build = Callable[[], Threadwise]
+
+
+def register(subparsers: Any, build: Build) -> None:
+    p = subparsers.add_parser(
+        "serve", help="run the Slack bot (Socket Mode; --http for the Events API) and the sync scheduler"
+    )
+    p.add_argument(
+        "--http",
+        type=int,
+        metavar="PORT",
+        help="serve the Events API on PORT at /slack/events instead of Socket Mode",
+    )
+    p.add_argument("--host", default="0.0.0.0", help="address to listen on with --http (default 0.0.0.0)")
+    p.add_argument("--no-sync", action="store_true", help="do not run the sync scheduler in this process")
+    p.set_defaults(func=lambda args: _serve(build(), args))
+
+    p = subparsers.add_parser(
+        "doctor", help="check the Slack tokens, Confluence, the LLM endpoint and the index"
+    )
+    p.add_argument(
+        "--http", action="store_true", help="check for HTTP mode (signing secret) instead of Socket Mode"
+    )
+    p.set_defaults(func=lambda args: _doctor(build(), args))
+
+
+def _serve(tw: Threadwise, args: argparse.Namespace) -> int:
+    from threadwise.bot.serve import serve
+
+    settings = SlackSettings.from_env(tw.settings.env)
+    bot = build_slack_bot(conversations=tw.conversations, admin=tw.admin, settings=settings)
+    serve(
+        bot,
+        http_port=args.http,
+        host=args.host,
+        scheduler=None if args.no_sync else tw.scheduler,
+        warm_up=tw.warm_up,
+    )
+    return 0
+
+
+def _doctor(tw: Threadwise, args: argparse.Namespace) -> int:
+    checks = slack_checks(SlackSettings.from_env(tw.settings.env), http=args.http)
+    checks.append(_confluence_check(tw))
+    checks.extend(_llm_checks(tw))
+    checks.append(run_check("Index", lambda: _index_summary(tw)))
+    print(render(checks))
+    return 0 if all_ok(checks) else 1
+
+
+def _confluence_check(tw: Threadwise) -> Check:
+    try:
+        client = tw.confluence
+    except Exception as err:  # e.g. a malformed CONFLUENCE_URL
+        return Check("Confluence", False, str(err))
+    if client is None:
+        return Check(
+            "Confluence",
+            True,
+            "not configured (set CONFLUENCE_URL and credentials to sync spaces); answering from what is indexed",
+            skipped=True,
+        )
+
+    def reach() -> str:
+        visible = {s.key for s in client.list_spaces()}
+        configured = [c.key for c in tw.admin.list_spaces()]
+        missing = [k for k in configured if k not in visible]
+        if missing:
+            raise ValueError(
+                f"reached {client.settings.base_url}, but these credentials cannot see the configured spaces "
+                f"{', '.join(missing)} (they see {len(visible)} spaces)"
+            )
+        return (
+            f"reached {client.settings.base_url}: {len(visible)} spaces visible, {len(configured)} configured"
+        )
+
+    return run_check("Confluence", reach)
+
+
+def _llm_checks(tw: Threadwise) -> list[Check]:
+    from threadwise.core.llm_settings import make_chat
+
+    roles = tw.llm
+    if roles is None:
+        return [Check("LLM", True, "not configured: answers are extractive (offline mode)", skipped=True)]
+    checks, seen = [], {}
+    for role, settings in roles.items():
+        key = (settings.model, settings.base_url, settings.azure_api_version)
+        if key in seen:
+            continue
+        seen[key] = role
+
+        def ping(settings: Any = settings) -> str:
+            chat = make_chat(settings)
+            reply = chat.chat([{"role": "user", "content": "Reply with the word OK."}], max_tokens=5)
+            return f"{chat.model} at {chat.endpoint} answered ({reply[:20]!r})"
+
+        checks.append(run_check(f"LLM ({role})", ping))
+    return checks
+
+
+def _index_summary(tw: Threadwise) -> str:
+    statuses = tw.admin.status()
+    evidences = sum(s.evidences for s in statuses)
+    if evidences == 0:
+        raise ValueError(
+            "the index is empty: add a space (`threadwise spaces add KEY`), then `threadwise sync`"
+        )
+    pages = sum(s.pages for s in statuses)
+    never = [s.key for s in statuses if s.configured and s.last_run is None]
+    text = f"{evidences} evidences from {pages} pages in {', '.join(s.key for s in statuses)}"
+    return text + (f"; never synced: {', '.join(never)}" if never else "")
