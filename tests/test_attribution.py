@@ -22,7 +22,6 @@ from threadwise.core.attribution import (
     naive_accuracy,
     render_explanation,
     share_bar,
-    strip_citations,
 )
 from threadwise.core.page import Evidence
 from threadwise.core.protocols import ChatError
@@ -85,7 +84,7 @@ def evidence(n: int, text: str, page: str = "") -> Evidence:
         kind="passage",
         position=n,
         text=text,
-        context_text=text,
+        context_text=f"Page {page} / {text}",
     )
 
 
@@ -159,7 +158,6 @@ def test_renumbered_citations_do_not_count_as_a_change() -> None:
     expl = explain_own_answer(answerer, evidences)
     assert expl.clusters[0].counterfactual_answers == (f"{ANSWER_TEXT} [Source 2]",)
     assert expl.clusters[0].contribution == 0.0
-    assert strip_citations("Yes [Source 2]. And [Sources 1, 3] or [Quelle 4].") == "Yes. And or."
 
 
 def test_redundant_copies_are_removed_together() -> None:
@@ -241,29 +239,29 @@ def test_naive_baseline_follows_similarity_to_the_answer() -> None:
     assert expl.naive_temperature == 0.05
 
 
-def test_given_evidence_embeddings_are_used_and_answers_embedded_in_one_batch() -> None:
-    evidences = sources(FILLERS[0], ANSWER_TEXT, FILLERS[2])
+def test_clusters_by_raw_text_and_embeds_in_two_batches() -> None:
+    # The same text on two pages is redundant content even though its page context differs.
+    evidences = sources(FILLERS[0], ANSWER_TEXT, FILLERS[2], ANSWER_TEXT)
+    assert evidences[1].context_text != evidences[3].context_text
     answerer = KeywordAnswerer("TPM")
     embedder = HashEmbedder()
-    given = embedder.embed([e.context_text for e in evidences])
+    answer = answerer.answer(QUESTION, evidences)
+    expl = explain(QUESTION, answer, evidences, answerer=answerer, embedder=embedder)
+    assert [c.positions for c in expl.clusters] == [(1,), (2, 4), (3,)]
+    raw, contextualized = [e.text for e in evidences], [e.context_text for e in evidences]
+    assert embedder.batches[0] == raw + contextualized  # one call for both views of the evidence
+    assert len(embedder.batches) == 2 and len(embedder.batches[1]) == 2 + 3  # a, q + a, q + a_i per cluster
+
+    # the index's context vectors are used for the naive baseline instead of embedding them again
     embedder.batches.clear()
-    explain(
-        QUESTION,
-        answerer.answer(QUESTION, evidences),
-        evidences,
-        answerer=answerer,
-        embedder=embedder,
-        evidence_embeddings=given,
+    given = np.ones((4, 512), dtype=np.float32)  # all alike: the naive shares come out uniform
+    expl = explain(
+        QUESTION, answer, evidences, answerer=answerer, embedder=embedder, evidence_embeddings=given
     )
-    assert len(embedder.batches) == 1 and len(embedder.batches[0]) == 2 + 3  # a, q + a, q + a_i per cluster
+    assert embedder.batches[0] == raw and expl.naive_shares == pytest.approx((0.25,) * 4)
     with pytest.raises(ValueError):
         explain(
-            QUESTION,
-            Answer(text="x"),
-            evidences,
-            answerer=answerer,
-            embedder=embedder,
-            evidence_embeddings=given[:2],
+            QUESTION, answer, evidences, answerer=answerer, embedder=embedder, evidence_embeddings=given[:2]
         )
 
 

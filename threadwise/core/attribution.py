@@ -3,14 +3,15 @@
 Idea: remove a group of redundant sources, answer again, and see how much the answer changes. A source
 whose removal changes the answer a lot contributed a lot.
 
-1. Cluster the evidences E by content (DBSCAN, cosine distance), so duplicates are removed together;
-   points DBSCAN calls noise are clusters of their own.
+1. Cluster the evidences E by content (DBSCAN, cosine distance over embeddings of the raw evidence text,
+   without its page context), so duplicates are removed together; noise points are clusters of their own.
 2. For each cluster i and repeat j = 1..m: a_ij = answer(q, E without cluster i);
    s_ij = cosine(embed(q + " " + a), embed(q + " " + a_ij)).
 3. Contribution c_i = 1 - mean_j s_ij; attribution = softmax(c_i / t) over the clusters.
    Each evidence reports its cluster's share; the page roll-up splits a cluster's share evenly over its
    evidences and sums by page, so pages add up to 1.
-4. Naive baseline (the paper's comparison): softmax(cosine(embed(a), evidence embedding) / t_naive).
+4. Naive baseline (the paper's comparison): softmax(cosine(embed(a), embed(evidence)) / t_naive), the
+   evidence as the answerer saw it (its contextualized text).
 
 All clusters x m counterfactual answers run at once in a bounded thread pool, so the wall time is about
 one answer call. A call that raises is retried once; a cluster none of whose repeats could be answered is
@@ -22,7 +23,6 @@ contribution the *change*, so we take softmax over 1 - s_i.
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Collection, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -33,15 +33,19 @@ import numpy as np
 from sklearn.cluster import DBSCAN
 
 from threadwise.core.answering import Answer, Answerer
+from threadwise.core.citations import strip_citations
 from threadwise.core.page import Evidence
 from threadwise.core.protocols import Embedder
 
 # Paper: t = 0.05 skews the distribution to the 1-3 evidences that matter.
 DEFAULT_TEMPERATURE = 0.05
-# DBSCAN radius in cosine distance for the default embedder (USE multilingual v3, 512-d). Measured on
-# ConfQuestions evidence (see README / report): exact and near duplicates lie below ~0.01, distinct rows of
-# one table at >= 0.03. The paper's 0.005 was for bge-m3.
-DEFAULT_EPS = 0.02
+# DBSCAN radius in cosine distance between raw evidence texts, for the default embedder (USE multilingual v3).
+# Measured on ConfQuestions (5,055 evidences): copies of a text on other pages lie at 0, copies differing by a
+# comma or a trailing phrase at 0.001-0.003, while distinct rows of one table can be as close as 0.0053
+# ("Dell Optiplex 7040, Firmware 1.14.0" vs "7050, 1.12.2" at 0.0066): USE barely sees numbers. At 0.005
+# none of 16,243 distinct same-table row pairs merge (8 do at 0.01, 29 at 0.02). The paper's 0.005 was for
+# bge-m3; other embedders want their own value.
+DEFAULT_EPS = 0.005
 DEFAULT_MIN_SAMPLES = 2
 # Softmax temperature for the naive baseline. The paper does not give one; we use the same t as for the
 # counterfactual shares so both distributions read alike. Accuracy only uses the argmax, which t does not
@@ -49,12 +53,6 @@ DEFAULT_MIN_SAMPLES = 2
 NAIVE_TEMPERATURE = DEFAULT_TEMPERATURE
 # A contribution below this counts as "the answer did not change".
 UNCHANGED = 1e-4
-
-# "[Source 3]", "[Sources 1, 2]", "[Quelle 2]": numbering shifts when sources are removed, so citation
-# markers are dropped before answers are compared.
-_CITATION = re.compile(
-    r"\s*\[(?:sources?|quellen?)\s*\d+(?:\s*(?:,|;|and|und)\s*(?:sources?|quellen?)?\s*\d+)*\]", re.I
-)
 
 
 @dataclass(frozen=True)
@@ -182,11 +180,6 @@ def softmax(scores: Sequence[float], temperature: float) -> list[float]:
     return [float(w) for w in weights / weights.sum()]
 
 
-def strip_citations(text: str) -> str:
-    """The answer without "[Source N]" markers, whose numbers change when sources are removed."""
-    return _CITATION.sub("", text).strip()
-
-
 @dataclass(frozen=True)
 class _CallResult:
     cluster: int  # 0-based cluster
@@ -214,6 +207,43 @@ def _unit(vectors: np.ndarray) -> np.ndarray:
     return vectors / np.maximum(norms, 1e-12)
 
 
+def _evidence_vectors(
+    evidences: Sequence[Evidence], embedder: Embedder, context_embeddings: np.ndarray | None
+) -> tuple[np.ndarray, np.ndarray]:
+    """Unit vectors of the raw texts (to cluster by content) and of the contextualized texts (naive baseline).
+
+    One embedding call for whatever is not given.
+    """
+    if not evidences:
+        return np.zeros((0, 1), dtype=np.float32), np.zeros((0, 1), dtype=np.float32)
+    texts = [e.text for e in evidences]
+    if context_embeddings is None:
+        both = _unit(embedder.embed(texts + [e.context_text for e in evidences]))
+        return both[: len(evidences)], both[len(evidences) :]
+    if len(context_embeddings) != len(evidences):
+        raise ValueError(f"{len(context_embeddings)} evidence embeddings for {len(evidences)} evidences")
+    return _unit(embedder.embed(texts)), _unit(context_embeddings)
+
+
+def _run_counterfactuals(
+    question: str,
+    evidences: Sequence[Evidence],
+    groups: Sequence[Sequence[int]],
+    answerer: Answerer,
+    *,
+    repeats: int,
+    max_workers: int,
+) -> list[_CallResult]:
+    """All clusters x repeats counterfactual answers at once, in a pool of at most `max_workers` threads."""
+    without = [[e for k, e in enumerate(evidences) if k not in group] for group in groups]
+    jobs = [(i, kept) for i, kept in enumerate(without) for _ in range(repeats)]
+    if not jobs:
+        return []
+    with ThreadPoolExecutor(max_workers=max(1, min(max_workers, len(jobs)))) as pool:
+        futures = [pool.submit(_counterfactual_call, answerer, question, kept, i) for i, kept in jobs]
+        return [f.result() for f in futures]
+
+
 def explain(
     question: str,
     answer: Answer,
@@ -231,37 +261,24 @@ def explain(
 ) -> Explanation:
     """Attribute `answer` to `evidences` (the sources the answerer saw, in that order) by removing each cluster.
 
-    `evidence_embeddings` (one row per evidence, from the same `embedder`) saves embedding the evidences
-    again; without it their `context_text` is embedded. `repeats` defaults to 1 for a deterministic answerer
-    and 3 otherwise.
+    `evidence_embeddings`: the evidences' `context_text` vectors from the same `embedder` (the index has
+    them), used by the naive baseline; embedded here when not given. `repeats` defaults to 1 for a
+    deterministic answerer and 3 otherwise.
     """
     started = time.perf_counter()
     m = repeats if repeats is not None else (1 if answerer.deterministic else 3)
     if m < 1:
         raise ValueError("repeats must be at least 1")
-    if evidence_embeddings is None:
-        evidence_embeddings = (
-            embedder.embed([e.context_text for e in evidences]) if evidences else np.zeros((0, 1))
-        )
-    ev_vectors = _unit(evidence_embeddings)
-    if len(ev_vectors) != len(evidences):
-        raise ValueError(f"{len(ev_vectors)} evidence embeddings for {len(evidences)} evidences")
+    content_vectors, context_vectors = _evidence_vectors(evidences, embedder, evidence_embeddings)
 
     t0 = time.perf_counter()
-    groups = cluster_evidences(ev_vectors, eps=eps, min_samples=min_samples)
+    groups = cluster_evidences(content_vectors, eps=eps, min_samples=min_samples)
     t1 = time.perf_counter()
-
-    # All clusters x repeats counterfactual answers at once.
-    without = [[e for k, e in enumerate(evidences) if k not in group] for group in groups]
-    jobs = [(i, kept) for i, kept in enumerate(without) for _ in range(m)]
-    results: list[_CallResult] = []
-    if jobs:
-        with ThreadPoolExecutor(max_workers=max(1, min(max_workers, len(jobs)))) as pool:
-            futures = [pool.submit(_counterfactual_call, answerer, question, kept, i) for i, kept in jobs]
-            results = [f.result() for f in futures]
+    results = _run_counterfactuals(question, evidences, groups, answerer, repeats=m, max_workers=max_workers)
     t2 = time.perf_counter()
 
-    # One batch: the answer alone (naive), q + a, and q + each counterfactual answer.
+    # One batch: the answer alone (naive), q + a, and q + each counterfactual answer. Citations are dropped:
+    # their numbers shift when sources are removed.
     answered = [r for r in results if r.text is not None]
     plain = strip_citations(answer.text)
     texts = [plain, f"{question} {plain}"] + [f"{question} {strip_citations(r.text or '')}" for r in answered]
@@ -272,7 +289,7 @@ def explain(
     similarities: dict[int, list[float]] = {i: [] for i in range(len(groups))}
     for r, vector in zip(answered, vectors[2:], strict=True):
         similarities[r.cluster].append(float(np.clip(vector @ reference, -1.0, 1.0)))
-    naive = softmax([float(v @ vectors[0]) for v in ev_vectors], naive_temperature)
+    naive = softmax([float(v @ vectors[0]) for v in context_vectors], naive_temperature)
 
     contributions = {i: max(0.0, 1.0 - float(np.mean(s))) for i, s in similarities.items() if s}
     scored = sorted(contributions)
