@@ -25,6 +25,7 @@ import base64
 import json
 import random
 import re
+import socket
 import threading
 import time
 import zlib
@@ -60,6 +61,7 @@ class Faults:
     error_rate: float = 0.0  # then this share of requests fails with 429 or 500, at random (seeded)
     retry_after: str = "0"  # Retry-After of every 429
     forbidden_spaces: set[str] = field(default_factory=set)  # 403 for anything in these spaces
+    broken_pages: set[str] = field(default_factory=set)  # 500 for these pages' content, every time
     seed: int = 7
 
 
@@ -331,6 +333,8 @@ class FakeConfluence:
                     return 404, _error(404, f"No content found with id: {m.group(1)}")
                 if page.space in self.faults.forbidden_spaces:
                     return 403, _error(403, "No permission")
+                if page.id in self.faults.broken_pages:
+                    return 500, _error(500, "java.lang.NullPointerException")
                 return 200, self.content_json(page, expand)
         return 404, _error(404, f"null for uri: {path}")
 
@@ -350,6 +354,11 @@ def _handler_for(fake: FakeConfluence) -> type[BaseHTTPRequestHandler]:
 
         def log_message(self, format: str, *args: Any) -> None:  # quiet
             pass
+
+        def setup(self) -> None:
+            super().setup()
+            # headers and body go out in two writes: without this, Nagle + delayed ACK add ~40 ms a request
+            self.request.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
         def do_GET(self) -> None:  # noqa: N802
             parsed = urlparse(self.path)

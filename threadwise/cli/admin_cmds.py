@@ -1,0 +1,145 @@
+"""`threadwise spaces|sync|status`: the admin commands, a thin layer over `AdminService`.
+
+`register(subparsers, build)` adds them to the main parser; each sets `func(args) -> exit code`. `build(args)`
+is the composition root's factory: it returns an object whose `admin` attribute is the AdminService.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any, Protocol
+
+from threadwise.sync.admin import AdminError, AdminService, SpaceStatus
+
+
+class HasAdmin(Protocol):
+    admin: AdminService
+
+
+Build = Callable[[argparse.Namespace], HasAdmin]
+
+
+def register(subparsers: Any, build: Build) -> None:
+    def command(
+        handler: Callable[[AdminService, argparse.Namespace], int],
+    ) -> Callable[[argparse.Namespace], int]:
+        def run(args: argparse.Namespace) -> int:
+            try:
+                return handler(build(args).admin, args)
+            except AdminError as e:
+                print(f"error: {e}", file=sys.stderr)
+                return 1
+
+        return run
+
+    spaces = subparsers.add_parser("spaces", help="which Confluence spaces are synced")
+    actions = spaces.add_subparsers(dest="spaces_action", required=True)
+    p = actions.add_parser("list", help="the configured spaces (--available: those Confluence offers)")
+    p.add_argument(
+        "--available", action="store_true", help="list the spaces the Confluence credentials can see"
+    )
+    p.set_defaults(func=command(_spaces_list))
+    p = actions.add_parser("add", help="sync a space (checked against Confluence)")
+    p.add_argument("key", help="space key, e.g. DOCS or ~jsmith")
+    p.add_argument("--parent", metavar="ID", help="only this page and the pages under it")
+    p.add_argument(
+        "--exclude-label", metavar="L", action="append", default=[], help="skip pages with this label"
+    )
+    p.set_defaults(func=command(_spaces_add))
+    p = actions.add_parser("remove", help="stop syncing a space and purge its evidence")
+    p.add_argument("key")
+    p.set_defaults(func=command(_spaces_remove))
+
+    p = subparsers.add_parser("sync", help="sync one space or all configured spaces now")
+    p.add_argument("key", nargs="?", help="space key (default: all configured spaces)")
+    p.add_argument("--full", action="store_true", help="fetch every page, not only what changed")
+    p.set_defaults(func=command(_sync))
+
+    p = subparsers.add_parser("status", help="per space: pages, evidences, last sync and its result")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func=command(_status))
+
+
+def _spaces_list(admin: AdminService, args: argparse.Namespace) -> int:
+    if args.available:
+        for info in admin.available_spaces():
+            print(f"{info.key}\t{info.name}\t{info.type}")
+        return 0
+    configs = admin.list_spaces()
+    if not configs:
+        print("No spaces configured. Add one with: threadwise spaces add KEY")
+    for c in configs:
+        state = "" if c.enabled else "  (disabled)"
+        print(f"{c.key}\t{c.name}\t{c.scope.describe()}{state}")
+    return 0
+
+
+def _spaces_add(admin: AdminService, args: argparse.Namespace) -> int:
+    config = admin.add_space(args.key, parent_id=args.parent, exclude_labels=args.exclude_label)
+    print(f"Added {config.scope.describe()} ({config.name}). Index it now with: threadwise sync {config.key}")
+    return 0
+
+
+def _spaces_remove(admin: AdminService, args: argparse.Namespace) -> int:
+    removed = admin.remove_space(args.key)
+    print(f"Removed space {args.key}: {removed} pages purged from the index.")
+    return 0
+
+
+def _sync(admin: AdminService, args: argparse.Namespace) -> int:
+    reports = admin.sync(args.key, full=args.full, trigger="cli")
+    if not reports:
+        print("No spaces configured. Add one with: threadwise spaces add KEY")
+    for report in reports:
+        print(report.summary())
+    return 1 if any(r.status in ("failed", "busy") for r in reports) else 0
+
+
+def _status(admin: AdminService, args: argparse.Namespace) -> int:
+    statuses = admin.status()
+    if args.json:
+        print(json.dumps([s.to_json() for s in statuses], indent=2))
+        return 0
+    if not statuses:
+        print("Nothing indexed and no spaces configured. Add one with: threadwise spaces add KEY")
+    for s in statuses:
+        print(format_status(s))
+    return 0
+
+
+def format_status(s: SpaceStatus) -> str:
+    """A few readable lines about one space."""
+    lines = [f"{s.key} ({s.name}): {s.pages} pages, {s.evidences} evidences; {s.scope}"]
+    run = s.last_run
+    if run is None:
+        lines.append("  never synced")
+        return "\n".join(lines)
+    when = _ago(run.finished_at or run.started_at)
+    counts = (
+        f"{run.added} added, {run.updated} updated, {run.deleted} deleted, "
+        f"{run.unchanged} unchanged, {run.failed} failed"
+    )
+    took = f" in {run.duration_s:.1f}s" if run.duration_s is not None else ""
+    lines.append(f"  last sync {when}: {run.status}{took}; {counts}")
+    if run.error:
+        lines.append(f"  error: {run.error}")
+    for f in run.failures[:5]:
+        lines.append(f"  failed page {f.get('title') or f.get('page_id')}: {f.get('reason')}")
+    if len(run.failures) > 5:
+        lines.append(f"  ... and {len(run.failures) - 5} more failed pages (see status --json)")
+    return "\n".join(lines)
+
+
+def _ago(when: datetime | None) -> str:
+    if when is None:
+        return "at an unknown time"
+    seconds = (datetime.now(UTC) - when).total_seconds()
+    stamp = when.strftime("%Y-%m-%d %H:%M UTC")
+    for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
+        if seconds >= size:
+            return f"{stamp} ({int(seconds // size)} {unit} ago)"
+    return f"{stamp} (just now)"

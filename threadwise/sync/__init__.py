@@ -1,0 +1,1 @@
+"""Keeping the index current with Confluence: the sync service, the admin (spaces) service, the scheduler."""

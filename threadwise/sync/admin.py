@@ -1,0 +1,273 @@
+"""The one place that changes which Confluence spaces are synced; used by the CLI and by Slack admin commands.
+
+Every method either does what it says or raises `AdminError` with a message fit to show the admin as is.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import delete, select
+from sqlalchemy.orm import Session, sessionmaker
+
+from threadwise.connectors.confluence import NOT_CONFIGURED, ConfluenceClient, ConfluenceError, SpaceInfo
+from threadwise.connectors.scope import SpaceScope
+from threadwise.core.index import EvidenceIndex
+from threadwise.core.page import PageFailure
+from threadwise.db.sync_tables import ChannelSpacesRow, SyncedSpaceRow, SyncRunRow, as_utc
+from threadwise.sync.store import SyncStore
+from threadwise.sync.sync import SpaceSyncer, SyncBusyError, SyncReport
+
+
+class AdminError(ValueError):
+    """A refused or failed admin action; the message is for the admin."""
+
+
+@dataclass(frozen=True)
+class SpaceConfig:
+    key: str
+    name: str
+    parent_id: str | None
+    exclude_labels: tuple[str, ...]
+    added_at: datetime | None
+    enabled: bool
+
+    @property
+    def scope(self) -> SpaceScope:
+        return SpaceScope.of(self.key, self.parent_id, self.exclude_labels)
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    status: str  # running ok partial failed interrupted
+    full: bool
+    trigger: str
+    started_at: datetime | None
+    finished_at: datetime | None
+    duration_s: float | None
+    pages: int
+    added: int
+    updated: int
+    deleted: int
+    unchanged: int
+    failed: int
+    failures: tuple[dict[str, str], ...]
+    error: str
+
+    @classmethod
+    def of(cls, row: SyncRunRow) -> RunSummary:
+        return cls(
+            status=row.status,
+            full=row.full,
+            trigger=row.trigger,
+            started_at=as_utc(row.started_at),
+            finished_at=as_utc(row.finished_at),
+            duration_s=row.duration_s,
+            pages=row.pages,
+            added=row.added,
+            updated=row.updated,
+            deleted=row.deleted,
+            unchanged=row.unchanged,
+            failed=row.failed,
+            failures=tuple(row.failures or ()),
+            error=row.error or "",
+        )
+
+
+@dataclass(frozen=True)
+class SpaceStatus:
+    """What the bot knows about one space, for `threadwise status`, the Slack Home tab and scripts."""
+
+    key: str
+    name: str
+    scope: str
+    configured: bool  # False: evidence in the index that no configured space owns (e.g. indexed from files)
+    enabled: bool
+    pages: int
+    evidences: int
+    last_run: RunSummary | None
+    last_success_at: datetime | None  # start of the last run that completed (the sync cursor)
+
+    def to_json(self) -> dict[str, Any]:
+        def plain(v: Any) -> Any:
+            if isinstance(v, datetime):
+                return v.isoformat()
+            if isinstance(v, dict):
+                return {k: plain(x) for k, x in v.items()}
+            if isinstance(v, list | tuple):
+                return [plain(x) for x in v]
+            return v
+
+        return plain(asdict(self))  # type: ignore[no-any-return]
+
+
+class AdminService:
+    def __init__(
+        self,
+        *,
+        sessions: sessionmaker[Session],
+        index: EvidenceIndex,
+        client: ConfluenceClient | None = None,
+        syncer: SpaceSyncer | None = None,
+    ) -> None:
+        """`client` and `syncer` are None when Confluence is not configured: list, status and remove still work."""
+        self.sessions = sessions
+        self.index = index
+        self._client = client
+        self.syncer = syncer
+        self.store = SyncStore(sessions=sessions)
+
+    @property
+    def client(self) -> ConfluenceClient:
+        if self._client is None:
+            raise AdminError(NOT_CONFIGURED)
+        return self._client
+
+    # ----- spaces -----
+    def list_spaces(self) -> list[SpaceConfig]:
+        """The configured spaces, by key."""
+        with self.sessions() as s:
+            rows = s.scalars(select(SyncedSpaceRow).order_by(SyncedSpaceRow.key)).all()
+            return [_config(r) for r in rows]
+
+    def available_spaces(self) -> list[SpaceInfo]:
+        """The spaces the Confluence credentials can see."""
+        try:
+            return self.client.list_spaces()
+        except ConfluenceError as e:
+            raise AdminError(str(e)) from e
+
+    def add_space(
+        self,
+        key: str,
+        *,
+        parent_id: str | None = None,
+        exclude_labels: Iterable[str] = (),
+        added_by: str = "",
+    ) -> SpaceConfig:
+        """Add a space (or change the scope of one already added), after checking it with Confluence."""
+        key, parent_id = key.strip(), (parent_id or "").strip() or None
+        labels = sorted({lbl.strip() for lbl in exclude_labels if lbl.strip()})
+        try:
+            info = self.client.get_space(key) if key else None
+            if info is None:
+                raise AdminError(self._unknown_space_message(key))
+            if parent_id is not None:
+                self._check_parent(key, parent_id)
+        except ConfluenceError as e:
+            raise AdminError(str(e)) from e
+        with self.sessions() as s, s.begin():
+            row = s.get(SyncedSpaceRow, key) or SyncedSpaceRow(key=key, added_by=added_by)
+            row.name, row.parent_id, row.exclude_labels, row.enabled = info.name, parent_id, labels, True
+            s.add(row)
+        return self._configured(key)
+
+    def _unknown_space_message(self, key: str) -> str:
+        visible = self.client.list_spaces()
+        if not visible:
+            return (
+                f"Confluence has no space {key!r} that these credentials can see; they see no spaces at all"
+            )
+        close = [sp.key for sp in visible if sp.key.lower() == key.lower()]
+        hint = f" Did you mean {close[0]}?" if close else ""
+        listed = ", ".join(f"{sp.key} ({sp.name})" if sp.name != sp.key else sp.key for sp in visible)
+        return (
+            f"Confluence has no space {key!r} that these credentials can see.{hint} Visible spaces: {listed}"
+        )
+
+    def _check_parent(self, key: str, parent_id: str) -> None:
+        page = self.client.get_page(parent_id, space=key)
+        if isinstance(page, PageFailure):
+            raise AdminError(f"parent page {parent_id} cannot be read: {page.reason}")
+        if page.space != key:
+            raise AdminError(f"parent page {parent_id} ({page.title}) is in space {page.space}, not {key}")
+
+    def remove_space(self, key: str) -> int:
+        """Stop syncing a space and purge its evidence; returns how many pages were removed."""
+        config = self._configured(key)
+        try:
+            if self.syncer is not None:
+                removed = self.syncer.purge(config.key)
+            else:
+                removed = self.index.delete_space(config.key)
+                self.store.forget_space(config.key)
+        except SyncBusyError as e:
+            raise AdminError(f"{e}; try again when it has finished") from e
+        with self.sessions() as s, s.begin():
+            s.execute(delete(ChannelSpacesRow).where(ChannelSpacesRow.space == config.key))
+            s.execute(delete(SyncedSpaceRow).where(SyncedSpaceRow.key == config.key))
+        return removed
+
+    def _configured(self, key: str) -> SpaceConfig:
+        with self.sessions() as s:
+            row = s.get(SyncedSpaceRow, key)
+        if row is None:
+            configured = ", ".join(c.key for c in self.list_spaces()) or "none"
+            raise AdminError(f"space {key!r} is not configured (configured: {configured})")
+        return _config(row)
+
+    # ----- syncing -----
+    def sync(
+        self, key: str | None = None, *, full: bool = False, trigger: str = "manual"
+    ) -> list[SyncReport]:
+        """Sync one configured space, or every enabled one; one space's trouble never stops the others."""
+        spaces = [self._configured(key)] if key else [c for c in self.list_spaces() if c.enabled]
+        _ = self.client  # raises the "not configured" AdminError
+        if self.syncer is None:
+            raise AdminError("no sync service was configured")
+        return [self.syncer.sync(c.scope, full=full, trigger=trigger) for c in spaces]
+
+    # ----- status -----
+    def status(self) -> list[SpaceStatus]:
+        configs = {c.key: c for c in self.list_spaces()}
+        keys = sorted(set(configs) | set(self.index.spaces()))
+        return [self._status(key, configs.get(key)) for key in keys]
+
+    def _status(self, key: str, config: SpaceConfig | None) -> SpaceStatus:
+        states = self.index.page_states(key)
+        last = self.store.last_run(key)
+        return SpaceStatus(
+            key=key,
+            name=config.name if config else key,
+            scope=config.scope.describe() if config else "not synced from Confluence",
+            configured=config is not None,
+            enabled=config.enabled if config else False,
+            pages=len(states),
+            evidences=sum(s.evidence_count for s in states.values()),
+            last_run=RunSummary.of(last) if last else None,
+            last_success_at=self.store.state(key).cursor,
+        )
+
+    # ----- per-channel spaces -----
+    def set_channel_spaces(self, channel: str, keys: Sequence[str]) -> tuple[str, ...]:
+        """Limit a channel to these spaces; no keys: the channel answers from all spaces again."""
+        known = {c.key for c in self.list_spaces()} | set(self.index.spaces())
+        unknown = [k for k in keys if k not in known]
+        if unknown:
+            raise AdminError(
+                f"unknown spaces {', '.join(unknown)} (known: {', '.join(sorted(known)) or 'none'})"
+            )
+        with self.sessions() as s, s.begin():
+            s.execute(delete(ChannelSpacesRow).where(ChannelSpacesRow.channel == channel))
+            s.add_all(ChannelSpacesRow(channel=channel, space=k) for k in dict.fromkeys(keys))
+        return self.channel_spaces(channel)
+
+    def channel_spaces(self, channel: str) -> tuple[str, ...]:
+        """The spaces a channel is limited to; empty: all spaces."""
+        with self.sessions() as s:
+            q = select(ChannelSpacesRow.space).where(ChannelSpacesRow.channel == channel)
+            return tuple(sorted(s.scalars(q).all()))
+
+
+def _config(row: SyncedSpaceRow) -> SpaceConfig:
+    return SpaceConfig(
+        key=row.key,
+        name=row.name or row.key,
+        parent_id=row.parent_id,
+        exclude_labels=tuple(row.exclude_labels or ()),
+        added_at=as_utc(row.added_at),
+        enabled=row.enabled,
+    )

@@ -1,0 +1,90 @@
+"""Keeps the index current in the long-running process: an incremental sync of every space, on an interval.
+
+APScheduler's BackgroundScheduler runs the job in a worker thread, one instance at a time (`max_instances=1`)
+and one catch-up run after a pause however many were missed (`coalesce=True`). "Sync now" is a one-off job
+beside it; the per-space lock keeps the two from syncing one space at once.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+
+from apscheduler.schedulers.background import BackgroundScheduler
+from apscheduler.triggers.interval import IntervalTrigger
+
+from threadwise.sync.admin import AdminError, AdminService
+from threadwise.sync.sync import SyncReport
+
+log = logging.getLogger(__name__)
+
+JOB_ID = "confluence-sync"
+
+
+class SyncScheduler:
+    def __init__(
+        self,
+        *,
+        admin: AdminService,
+        interval_minutes: float = 30.0,
+        on_reports: Callable[[list[SyncReport]], None] | None = None,
+    ) -> None:
+        """`on_reports` is called after each run with its reports (e.g. to refresh the Slack Home tab)."""
+        self.admin = admin
+        self.interval = timedelta(minutes=interval_minutes)
+        self.on_reports = on_reports
+        self.last_reports: list[SyncReport] = []
+        self._scheduler = BackgroundScheduler(timezone=UTC)
+
+    def start(self, *, run_now: bool = True) -> None:
+        """Start the schedule; with `run_now` the first run starts at once, else after one interval."""
+        first_run = {"next_run_time": datetime.now(UTC)} if run_now else {}  # None would add it paused
+        self._scheduler.add_job(
+            self._run,
+            IntervalTrigger(seconds=self.interval.total_seconds(), timezone=UTC),
+            kwargs={"trigger": "schedule"},
+            id=JOB_ID,
+            max_instances=1,
+            coalesce=True,
+            misfire_grace_time=None,
+            replace_existing=True,
+            **first_run,
+        )
+        self._scheduler.start()
+
+    def sync_now(self, key: str | None = None, *, full: bool = False) -> None:
+        """Start a sync in the background at once (of one space, or all); returns without waiting."""
+        self._scheduler.add_job(
+            self._run,
+            kwargs={"key": key, "full": full, "trigger": "manual"},
+            id=f"sync-now-{key or '*'}",
+            max_instances=1,
+            misfire_grace_time=None,
+            replace_existing=True,
+        )
+
+    def shutdown(self, *, wait: bool = True) -> None:
+        if self._scheduler.running:
+            self._scheduler.shutdown(wait=wait)
+
+    @property
+    def running(self) -> bool:
+        return bool(self._scheduler.running)
+
+    def next_run_at(self) -> datetime | None:
+        job = self._scheduler.get_job(JOB_ID)
+        return job.next_run_time if job else None
+
+    def _run(self, key: str | None = None, full: bool = False, trigger: str = "schedule") -> None:
+        try:
+            reports = self.admin.sync(key, full=full, trigger=trigger)
+        except AdminError as e:  # e.g. Confluence not configured, or the space was removed meanwhile
+            log.warning("scheduled sync skipped: %s", e)
+            return
+        except Exception:
+            log.exception("scheduled sync failed")
+            return
+        self.last_reports = reports
+        if self.on_reports is not None:
+            self.on_reports(reports)

@@ -1,0 +1,149 @@
+"""Reading and writing sync state and run history (the tables of `threadwise.db.sync_tables`)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from sqlalchemy import delete, select
+from sqlalchemy.orm import Session, sessionmaker
+
+from threadwise.core.page import PageFailure
+from threadwise.db.sync_tables import SpaceSyncStateRow, SyncedPageRow, SyncRunRow, as_utc, utcnow
+
+
+@dataclass(frozen=True)
+class SyncState:
+    space: str
+    cursor: datetime | None = None  # start of the last successful run (UTC)
+    last_full_sync_at: datetime | None = None
+    retry_page_ids: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class PageRecord:
+    """The title and breadcrumb a page was last indexed with."""
+
+    page_id: str
+    title: str
+    breadcrumb: str
+    version: int
+
+
+@dataclass(frozen=True)
+class RunCounts:
+    pages: int = 0
+    added: int = 0
+    updated: int = 0
+    deleted: int = 0
+    unchanged: int = 0
+    failed: int = 0
+
+
+class SyncStore:
+    def __init__(self, *, sessions: sessionmaker[Session]) -> None:
+        self.sessions = sessions
+
+    # ----- state -----
+    def state(self, space: str) -> SyncState:
+        with self.sessions() as s:
+            row = s.get(SpaceSyncStateRow, space)
+            if row is None:
+                return SyncState(space=space)
+            return SyncState(
+                space=space,
+                cursor=as_utc(row.cursor),
+                last_full_sync_at=as_utc(row.last_full_sync_at),
+                retry_page_ids=tuple(row.retry_page_ids or ()),
+            )
+
+    def save_state(self, state: SyncState) -> None:
+        with self.sessions() as s, s.begin():
+            row = s.get(SpaceSyncStateRow, state.space) or SpaceSyncStateRow(space=state.space)
+            row.cursor = state.cursor
+            row.last_full_sync_at = state.last_full_sync_at
+            row.retry_page_ids = list(state.retry_page_ids)
+            s.add(row)
+
+    # ----- per-page records -----
+    def page_records(self, space: str) -> dict[str, PageRecord]:
+        with self.sessions() as s:
+            rows = s.scalars(select(SyncedPageRow).where(SyncedPageRow.space == space)).all()
+            return {r.page_id: PageRecord(r.page_id, r.title, r.breadcrumb, r.version) for r in rows}
+
+    def save_page_record(self, space: str, record: PageRecord) -> None:
+        with self.sessions() as s, s.begin():
+            row = s.get(SyncedPageRow, (space, record.page_id)) or SyncedPageRow(
+                space=space, page_id=record.page_id
+            )
+            row.title, row.breadcrumb, row.version, row.synced_at = (
+                record.title,
+                record.breadcrumb,
+                record.version,
+                utcnow(),
+            )
+            s.add(row)
+
+    def delete_page_records(self, space: str, page_ids: Sequence[str]) -> None:
+        if not page_ids:
+            return
+        with self.sessions() as s, s.begin():
+            s.execute(
+                delete(SyncedPageRow).where(SyncedPageRow.space == space, SyncedPageRow.page_id.in_(page_ids))
+            )
+
+    def forget_space(self, space: str) -> None:
+        """Drop a space's state and page records (its run history stays)."""
+        with self.sessions() as s, s.begin():
+            s.execute(delete(SyncedPageRow).where(SyncedPageRow.space == space))
+            s.execute(delete(SpaceSyncStateRow).where(SpaceSyncStateRow.space == space))
+
+    # ----- runs -----
+    def start_run(self, space: str, *, full: bool, trigger: str) -> int:
+        """Record a new run; runs of this space still marked running are dead (the caller holds the lock)."""
+        with self.sessions() as s, s.begin():
+            for stale in s.scalars(
+                select(SyncRunRow).where(SyncRunRow.space == space, SyncRunRow.status == "running")
+            ):
+                stale.status = "interrupted"
+                stale.error = "the process stopped before this run finished (killed or crashed)"
+            row = SyncRunRow(space=space, full=full, trigger=trigger, started_at=utcnow(), status="running")
+            s.add(row)
+            s.flush()
+            return row.id
+
+    def finish_run(
+        self,
+        run_id: int,
+        *,
+        status: str,
+        counts: RunCounts,
+        failures: Sequence[PageFailure] = (),
+        error: str | None = None,
+    ) -> float:
+        """Close a run; returns its duration in seconds."""
+        with self.sessions() as s, s.begin():
+            row = s.get_one(SyncRunRow, run_id)
+            row.finished_at = utcnow()
+            row.duration_s = (row.finished_at - (as_utc(row.started_at) or row.finished_at)).total_seconds()
+            row.status, row.error = status, error
+            row.pages, row.added, row.updated = counts.pages, counts.added, counts.updated
+            row.deleted, row.unchanged, row.failed = counts.deleted, counts.unchanged, counts.failed
+            row.failures = [{"page_id": f.page_id, "title": f.title, "reason": f.reason} for f in failures]
+            return row.duration_s
+
+    def runs(self, space: str | None = None, *, limit: int = 20) -> list[SyncRunRow]:
+        """The latest runs, newest first."""
+        with self.sessions() as s:
+            q = select(SyncRunRow).order_by(SyncRunRow.id.desc()).limit(limit)
+            if space is not None:
+                q = q.where(SyncRunRow.space == space)
+            return list(s.scalars(q).all())
+
+    def last_run(self, space: str, *, finished_only: bool = False) -> SyncRunRow | None:
+        with self.sessions() as s:
+            q = select(SyncRunRow).where(SyncRunRow.space == space)
+            if finished_only:
+                q = q.where(SyncRunRow.status != "running")
+            return s.scalars(q.order_by(SyncRunRow.id.desc()).limit(1)).first()

@@ -1,0 +1,287 @@
+"""Full and incremental sync of one Confluence space into the evidence index.
+
+One run, holding the space's lock (a file lock, so it holds across processes):
+1. list the space's pages without bodies (ids, titles, ancestors, labels) and apply the scope;
+2. remove from the index every page that is no longer listed or no longer in scope (deleted, moved, labelled);
+3. pick the pages to fetch: all of them for a full run; otherwise those CQL reports modified since the last
+   successful run (minus a safety overlap) whose version differs from the index, pages in scope but not in
+   the index, pages whose title or breadcrumb changed (a renamed ancestor, a move), and last run's failures;
+4. fetch, extract and `put_page` each one; the index swaps a page's evidence atomically and embeds nothing
+   when version and content hash are unchanged;
+5. advance the cursor to this run's start and record the run.
+A run killed midway leaves every page either old or new in the index; the cursor did not move, so the next
+run looks at the same changes again and finishes the job. One bad page is a failure value, never a stop.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
+from datetime import datetime, timedelta
+from pathlib import Path
+
+from filelock import FileLock, Timeout
+from sqlalchemy.orm import Session, sessionmaker
+
+from threadwise.connectors.confluence import (
+    NOT_CONFIGURED,
+    PAGE_NOT_FOUND,
+    ConfluenceClient,
+    ConfluenceError,
+    PageRef,
+)
+from threadwise.connectors.scope import SpaceScope
+from threadwise.core.extract import PageParseError, extract_evidence
+from threadwise.core.index import EvidenceIndex, PageState
+from threadwise.core.page import Evidence, Page, PageFailure
+from threadwise.db.sync_tables import utcnow
+from threadwise.sync.store import PageRecord, RunCounts, SyncState, SyncStore
+
+log = logging.getLogger(__name__)
+
+CQL_OVERLAP = timedelta(hours=26)  # CQL reads dates in the token user's zone (UTC-12..+14), plus clock skew
+
+
+@dataclass(frozen=True)
+class SyncReport:
+    """What one sync of one space did. status: ok, partial (some pages failed), failed, busy."""
+
+    space: str
+    full: bool
+    status: str
+    counts: RunCounts = RunCounts()
+    failures: tuple[PageFailure, ...] = ()
+    error: str = ""
+    duration_s: float = 0.0
+    run_id: int | None = None
+
+    def summary(self) -> str:
+        c = self.counts
+        if self.status in ("failed", "busy"):
+            return f"{self.space}: {self.status}: {self.error}"
+        text = (
+            f"{self.space}: {c.pages} pages, {c.added} added, {c.updated} updated, {c.deleted} deleted, "
+            f"{c.unchanged} unchanged, {c.failed} failed ({self.duration_s:.1f}s)"
+        )
+        return text + "".join(f"\n  failed: {f.title or f.page_id}: {f.reason}" for f in self.failures)
+
+
+class SpaceSyncer:
+    """Syncs spaces into one index. Thread- and process-safe per space; different spaces may run at once."""
+
+    def __init__(
+        self,
+        *,
+        client: ConfluenceClient | None,
+        index: EvidenceIndex,
+        sessions: sessionmaker[Session],
+        lock_dir: Path,
+        extract: Callable[[Page], list[Evidence]] = extract_evidence,
+        overlap: timedelta = CQL_OVERLAP,
+        fetch_workers: int = 4,
+    ) -> None:
+        """`client` None: Confluence is not configured; syncs fail with that reason, purging still works."""
+        self.client = client
+        self.index = index
+        self.store = SyncStore(sessions=sessions)
+        self.lock_dir = Path(lock_dir)
+        self.extract = extract
+        self.overlap = overlap
+        self.fetch_workers = fetch_workers
+
+    @contextmanager
+    def locked(self, space: str, *, wait_s: float = 0.0) -> Iterator[None]:
+        """Hold the space's lock; raises SyncBusyError when another sync holds it longer than `wait_s`."""
+        self.lock_dir.mkdir(parents=True, exist_ok=True)
+        lock = FileLock(self.lock_dir / f"sync-{re.sub(r'[^A-Za-z0-9_~-]', '_', space)}.lock")
+        try:
+            lock.acquire(timeout=wait_s)
+        except Timeout:
+            raise SyncBusyError(f"a sync of space {space} is already running") from None
+        try:
+            yield
+        finally:
+            lock.release()
+
+    def sync(self, scope: SpaceScope, *, full: bool = False, trigger: str = "manual") -> SyncReport:
+        """Bring the index up to date with the space; never raises for Confluence trouble or bad pages."""
+        try:
+            with self.locked(scope.space):
+                return self._sync_locked(scope, full=full, trigger=trigger)
+        except SyncBusyError as e:
+            return SyncReport(space=scope.space, full=full, status="busy", error=str(e))
+
+    def purge(self, space: str, *, wait_s: float = 60.0) -> int:
+        """Remove a space's evidence and sync state (waits for a running sync); returns pages removed."""
+        with self.locked(space, wait_s=wait_s):
+            removed = self.index.delete_space(space)
+            self.index.flush()
+            self.store.forget_space(space)
+            return removed
+
+    # ----- one run -----
+    def _sync_locked(self, scope: SpaceScope, *, full: bool, trigger: str) -> SyncReport:
+        space = scope.space
+        run_id = self.store.start_run(space, full=full, trigger=trigger)
+        started = utcnow()
+        run = _Run(space=space)
+        try:
+            self._run(scope, full=full, started=started, run=run)
+        except ConfluenceError as e:
+            status, error = "failed", str(e)
+        except BaseException as e:  # killed by an exception: record it, then let it go on
+            self.store.finish_run(
+                run_id, status="failed", counts=run.counts(), failures=run.failures, error=repr(e)
+            )
+            raise
+        else:
+            status, error = ("partial" if run.failures else "ok"), ""
+        finally:
+            self.index.flush()
+        duration = self.store.finish_run(
+            run_id, status=status, counts=run.counts(), failures=run.failures, error=error or None
+        )
+        report = SyncReport(
+            space=space,
+            full=full,
+            status=status,
+            counts=run.counts(),
+            failures=tuple(run.failures),
+            error=error,
+            duration_s=duration,
+            run_id=run_id,
+        )
+        log.info("sync %s", report.summary())
+        return report
+
+    def _run(self, scope: SpaceScope, *, full: bool, started: datetime, run: _Run) -> None:
+        space, client = scope.space, self.client
+        if client is None:
+            raise ConfluenceError(NOT_CONFIGURED)
+        if client.get_space(space) is None:
+            raise ConfluenceError(
+                f"space {space} does not exist in Confluence, or the credentials cannot see it; "
+                f"remove it with `threadwise spaces remove {space}` if it is gone"
+            )
+        listing = {ref.id: ref for ref in client.list_pages(space) if scope.includes(ref)}
+        run.pages = len(listing)
+        indexed = self.index.page_states(space)
+        records = self.store.page_records(space)
+
+        gone = [pid for pid in indexed if pid not in listing]
+        for pid in gone:
+            self.index.delete_page(pid)
+        run.deleted = len(gone)
+        self.store.delete_page_records(space, [pid for pid in records if pid not in listing])
+
+        state = self.store.state(space)
+        todo = self._pages_to_fetch(client, scope, listing, indexed, records, state, full=full)
+        for ref, page in self._fetched(client, todo, space):
+            self._index_page(ref, page, indexed, run)
+
+        self.store.save_state(
+            replace(
+                state,
+                cursor=started,
+                last_full_sync_at=started if full else state.last_full_sync_at,
+                retry_page_ids=tuple(f.page_id for f in run.failures),
+            )
+        )
+
+    def _pages_to_fetch(
+        self,
+        client: ConfluenceClient,
+        scope: SpaceScope,
+        listing: dict[str, PageRef],
+        indexed: dict[str, PageState],
+        records: dict[str, PageRecord],
+        state: SyncState,
+        *,
+        full: bool,
+    ) -> list[PageRef]:
+        if full or state.cursor is None:
+            return list(listing.values())
+        wanted = {pid for pid in listing if pid not in indexed}
+        modified = client.pages_modified_since(scope.space, state.cursor, overlap=self.overlap)
+        wanted |= {
+            r.id for r in modified if r.id in listing and r.version != indexed.get(r.id, _NO_STATE).version
+        }
+        for pid, ref in listing.items():
+            record = records.get(pid)
+            if record is None or record.title != ref.title or record.breadcrumb != _breadcrumb(ref.ancestors):
+                wanted.add(pid)
+        wanted |= {pid for pid in state.retry_page_ids if pid in listing}
+        return [ref for pid, ref in listing.items() if pid in wanted]
+
+    def _fetched(
+        self, client: ConfluenceClient, refs: Sequence[PageRef], space: str
+    ) -> Iterator[tuple[PageRef, Page | PageFailure]]:
+        """Pages in listing order, fetched a few at a time ahead of the indexing."""
+        window = max(1, self.fetch_workers) * 4
+        with ThreadPoolExecutor(max_workers=max(1, self.fetch_workers)) as pool:
+            for i in range(0, len(refs), window):
+                chunk = refs[i : i + window]
+                yield from zip(
+                    chunk, pool.map(lambda r: client.get_page(r.id, space=space), chunk), strict=True
+                )
+
+    def _index_page(
+        self, ref: PageRef, page: Page | PageFailure, indexed: dict[str, PageState], run: _Run
+    ) -> None:
+        space = run.space
+        if isinstance(page, PageFailure):
+            if page.reason == PAGE_NOT_FOUND:  # deleted since the listing
+                if ref.id in indexed:
+                    self.index.delete_page(ref.id)
+                    run.deleted += 1
+                run.pages -= 1
+                self.store.delete_page_records(space, [ref.id])
+                return
+            run.failures.append(replace(page, title=page.title or ref.title))
+            return
+        try:
+            evidences = self.extract(page)
+        except PageParseError as e:
+            run.failures.append(PageFailure(page_id=page.id, title=page.title, reason=f"unusable page: {e}"))
+            return
+        if self.index.put_page(page, evidences):
+            if ref.id in indexed:
+                run.updated += 1
+            else:
+                run.added += 1
+        record = PageRecord(page.id, page.title, _breadcrumb(page.ancestors), page.version)
+        self.store.save_page_record(space, record)
+
+
+class SyncBusyError(RuntimeError):
+    """Another sync of the same space holds its lock."""
+
+
+@dataclass
+class _Run:
+    """Counters of a run in progress."""
+
+    space: str
+    pages: int = 0
+    added: int = 0
+    updated: int = 0
+    deleted: int = 0
+
+    def __post_init__(self) -> None:
+        self.failures: list[PageFailure] = []
+
+    def counts(self) -> RunCounts:
+        failed = len(self.failures)
+        unchanged = max(0, self.pages - self.added - self.updated - failed)
+        return RunCounts(self.pages, self.added, self.updated, self.deleted, unchanged, failed)
+
+
+_NO_STATE = PageState(page_id="", space="", version=-1, content_hash="", title="", evidence_count=0)
+
+
+def _breadcrumb(ancestors: Sequence[str]) -> str:
+    return " / ".join(ancestors)
