@@ -309,6 +309,16 @@ def test_a_cluster_that_keeps_failing_is_reported_unscored() -> None:
     assert "not scored (ChatError: the model endpoint timed out) cluster 2" in render_explanation(expl)
 
 
+def test_a_cluster_with_some_repeats_answered_is_scored_over_those() -> None:
+    evidences = sources(FILLERS[0], ANSWER_TEXT, FILLERS[2])
+    answerer = FailingAnswerer("TPM", missing="p2:2", failures=2)  # one repeat fails, and its retry too
+    expl = explain_own_answer(answerer, evidences, repeats=3, max_workers=1)
+    partly = expl.clusters[1]
+    assert partly.scored and len(partly.similarities) == 2 and partly.error.startswith("ChatError")
+    assert expl.answer_calls == 3 * 3 + 1
+    assert expl.note == ""
+
+
 class BarrierAnswerer(KeywordAnswerer):
     """Every call waits until `parties` calls are in flight together; records the most seen at once."""
 

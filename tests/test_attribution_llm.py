@@ -1,0 +1,95 @@
+"""Explain over a real LLM client: LLMAnswerer and OpenAIChat against the local OpenAI-compatible server."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from tests.support.fake_openai import FakeOpenAI
+from tests.support.llm import chat_for
+from threadwise.core.answering import NOT_FOUND
+from threadwise.core.attribution import explain, explanation_accuracy
+from threadwise.core.embedders import HashingEmbedder
+from threadwise.core.llm_answer import LLMAnswerer
+from threadwise.core.page import Evidence
+
+QUESTION = "Which TPM version did the Dell Optiplex 7040 use in the OpenXT 9.0 measurement tests?"
+ANSWER_ROW = "Row 4 in Table 1: Platform is Dell OptiPlex 7040, and BIOS is 1.14.0, and TPM is 2.0"
+TOPICS = ["build server", "mailing list", "license agreement", "Intel TXT", "installer", "upgrade"]
+TOPICS += ["governance board", "release manager", "xenvm"]
+
+
+def evidence(n: int, text: str) -> Evidence:
+    return Evidence(
+        id=f"p{n}:0",
+        page_id=f"p{n}",
+        space="TEST",
+        page_title=f"Page {n}",
+        url=f"https://wiki.example/p{n}",
+        page_version=1,
+        kind="passage",
+        position=0,
+        text=text,
+        context_text=f"Page {n}\n{text}",
+    )
+
+
+def ten_evidences() -> list[Evidence]:
+    """Nine distinct fillers and, as source 5, the one row holding the answer."""
+    fillers = [f"The {topic} is documented on this page, item {n}." for n, topic in enumerate(TOPICS)]
+    texts = fillers[:4] + [ANSWER_ROW] + fillers[4:]
+    return [evidence(n, text) for n, text in enumerate(texts, start=1)]
+
+
+def answer_from_the_tpm_row(request: dict[str, Any]) -> str:
+    """The model: cites whichever source holds the TPM row, else the out-of-scope sentence."""
+    user = "\n".join(m["content"] for m in request["messages"] if m["role"] == "user")
+    for number, body in re.findall(r'<source id="(\d+)">(.*?)</source>', user, re.DOTALL):
+        if "TPM is 2.0" in body:
+            return f"The Dell OptiPlex 7040 used TPM 2.0 [Source {number}]."
+    return NOT_FOUND
+
+
+def test_counterfactual_calls_go_out_concurrently_and_find_the_cause() -> None:
+    evidences = ten_evidences()
+    with FakeOpenAI(respond=answer_from_the_tpm_row, delay=0.2) as server:
+        answerer = LLMAnswerer(chat=chat_for(server), role="counterfactual", follow_ups=0)
+        answer = answerer.answer(QUESTION, evidences)
+        server.requests.clear()
+        expl = explain(QUESTION, answer, evidences, answerer=answerer, embedder=HashingEmbedder(), repeats=3)
+
+        assert len(expl.clusters) == 10 and all(c.scored for c in expl.clusters)
+        assert len(server.requests) == expl.answer_calls == 10 * 3
+        assert server.max_overlap() > 1  # bounded by the pool (8 by default), not one after another
+        assert server.max_overlap() <= 8
+    top = max(expl.clusters, key=lambda c: c.share)
+    assert top.positions == (5,) and top.share > 0.9
+    assert top.counterfactual_answers == (NOT_FOUND,) * 3
+    assert explanation_accuracy(expl, {"p5"})
+
+
+def test_a_failing_cluster_is_retried_then_reported_unscored() -> None:
+    evidences = ten_evidences()[3:6]  # filler, the answer row, filler
+    with FakeOpenAI(respond=answer_from_the_tpm_row) as server:
+        answerer = LLMAnswerer(chat=chat_for(server, max_retries=1), role="counterfactual", follow_ups=0)
+        answer = answerer.answer(QUESTION, evidences)
+        server.requests.clear()
+        # One worker, so cluster 1 goes first: its call and our retry each take 2 HTTP requests (the client
+        # retries once itself), all four answered with a 500.
+        server.fail(500, times=4)
+        expl = explain(
+            QUESTION,
+            answer,
+            evidences,
+            answerer=answerer,
+            embedder=HashingEmbedder(),
+            repeats=1,
+            max_workers=1,
+        )
+
+        assert [c.scored for c in expl.clusters] == [False, True, True]
+        assert "server" in expl.clusters[0].error.lower() and expl.clusters[0].share == 0.0
+        assert expl.answer_calls == 2 + 1 + 1
+        assert [r.status for r in server.requests] == [500, 500, 500, 500, 200, 200]
+    assert "Cluster 1 could not be scored" in expl.note
+    assert max(expl.clusters, key=lambda c: c.share).positions == (2,)
