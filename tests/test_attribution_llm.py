@@ -60,8 +60,7 @@ def test_counterfactual_calls_go_out_concurrently_and_find_the_cause() -> None:
 
         assert len(expl.clusters) == 10 and all(c.scored for c in expl.clusters)
         assert len(server.requests) == expl.answer_calls == 10 * 3
-        assert server.max_overlap() > 1  # bounded by the pool (8 by default), not one after another
-        assert server.max_overlap() <= 8
+        assert 1 < server.max_overlap() <= 30  # together (pool of 30 by default), not one after another
     top = max(expl.clusters, key=lambda c: c.share)
     assert top.positions == (5,) and top.share > 0.9
     assert top.counterfactual_answers == (NOT_FOUND,) * 3
