@@ -55,6 +55,7 @@ class FakeSlack:
     """The server. Start it with `start()` or `with FakeSlack(...) as slack:`; it binds a free port."""
 
     token: str = "xoxb-test-token"
+    app_token: str = "xapp-test-token"  # the app-level token apps.connections.open (Socket Mode) takes
     team_id: str = "T0TEAM"
     bot_user_id: str = "UBOT"
     bot_id: str = "BBOT"
@@ -183,6 +184,10 @@ class FakeSlack:
     def _answer(self, method: str, params: dict[str, Any], token: str) -> dict[str, Any]:
         if method == "response_url":
             return {"ok": True}
+        if method == "apps.connections.open":
+            if token != self.app_token:
+                return {"ok": False, "error": "invalid_auth"}
+            return {"ok": True, "url": f"wss://{self.host}/link/?ticket=fake"}
         if token != self.token:
             return {"ok": False, "error": "invalid_auth"}
         faults = self._faults.get(method)

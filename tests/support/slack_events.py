@@ -50,7 +50,7 @@ class SlackSender:
         headers = {
             "Content-Type": content_type,
             "X-Slack-Request-Timestamp": ts,
-            "X-Slack-Signature": signature,
+            "X-Slack-Signature": str(signature),
         }
         if retry_num is not None:
             headers["X-Slack-Retry-Num"] = str(retry_num)

@@ -78,19 +78,29 @@ class World:
     store: ConversationStore
 
 
-def build_world(folder: Path, *, answerer: Answerer | None = None, pages: tuple[Page, ...] = PAGES) -> World:
-    """The real services over a SQLite file and an index in `folder`; `answerer` defaults to the offline one."""
+def build_index(folder: Path, pages: tuple[Page, ...] = PAGES) -> EvidenceIndex:
+    """An evidence index in `folder` holding `pages`, embedded with the offline HashingEmbedder."""
+    index = EvidenceIndex(directory=folder, embedder=HashingEmbedder())
+    if pages:
+        index_pages(index, list(pages))
+    return index
+
+
+def build_world(
+    folder: Path, *, answerer: Answerer | None = None, index: EvidenceIndex | None = None
+) -> World:
+    """The real services over a SQLite file in `folder` and `index` (default: PAGES indexed in `folder`).
+
+    `answerer` defaults to the offline extractive one. The index is only read, so tests may share one.
+    """
     engine = make_engine(f"sqlite:///{folder / 'threadwise.sqlite'}")
     upgrade(engine)
     sessions = make_sessions(engine)
-    embedder = HashingEmbedder()
-    index = EvidenceIndex(directory=folder / "index", embedder=embedder)
-    if pages:
-        index_pages(index, list(pages))
+    index = index if index is not None else build_index(folder / "index")
     pipeline = Pipeline(
         completer=HistoryCompleter(),
-        retriever=Retriever(index=index, embedder=embedder),
-        answerer=answerer or ExtractiveAnswerer(embedder=embedder),
+        retriever=Retriever(index=index, embedder=index.embedder),
+        answerer=answerer or ExtractiveAnswerer(embedder=index.embedder),
     )
     store = ConversationStore(sessions=sessions)
     conversations = ConversationService(pipeline=pipeline, store=store, index=index)

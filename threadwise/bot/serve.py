@@ -57,7 +57,18 @@ def make_http_server(bot: SlackBot, *, host: str = "0.0.0.0", port: int = 3000) 
                 return
             body = self.rfile.read(length).decode("utf-8", "replace")
             headers: dict[str, str | Sequence[str]] = {k.lower(): v for k, v in self.headers.items()}
-            self._send(app.dispatch(BoltRequest(body=body, query=query, headers=headers)))
+            try:
+                request = BoltRequest(body=body, query=query, headers=headers)
+            except ValueError:  # Bolt parses the body before it checks the signature
+                log.info("refused a request whose body is not JSON or a form")
+                self._send(BoltResponse(status=400, body="malformed body"))
+                return
+            try:
+                response = app.dispatch(request)
+            except Exception:  # a payload that trips Bolt itself: say so, keep serving
+                log.exception("Bolt failed on a request")
+                response = BoltResponse(status=500, body="internal error")
+            self._send(response)
 
         def _send(self, response: BoltResponse) -> None:
             data = (response.body or "").encode("utf-8")

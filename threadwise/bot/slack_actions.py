@@ -44,15 +44,21 @@ def register_actions(bot: SlackBot) -> None:
     # logged, so Slack neither retries it nor shows the user an error.
     app.event(re.compile(".*"))(_ignore_event)
     app.action(re.compile(".*"))(_ignore_action)
+    app.view(re.compile(".*"))(_ignore_action)
 
 
 def _ignore_event(body: dict[str, Any]) -> None:
     log.info("ignored event %s", (body.get("event") or {}).get("type"))
 
 
-def _ignore_action(ack: Any, action: dict[str, Any]) -> None:
+def _ignore_action(ack: Any, body: dict[str, Any]) -> None:
     ack()
-    log.info("ignored action %s", action.get("action_id"))
+    actions = body.get("actions") or [{}]
+    log.info(
+        "ignored %s %s",
+        body.get("type"),
+        actions[0].get("action_id") or (body.get("view") or {}).get("callback_id"),
+    )
 
 
 class _Where:

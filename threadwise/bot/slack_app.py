@@ -14,9 +14,8 @@ across processes. Buttons and the slash command are in `slack_actions`.
 from __future__ import annotations
 
 import logging
-import threading
 from collections.abc import Callable, Mapping
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,6 +27,7 @@ from threadwise.bot import blocks
 from threadwise.bot.admin_commands import AdminCheck, AdminCommands
 from threadwise.bot.home import home_view
 from threadwise.bot.mrkdwn import mentions_other_user, plain_question
+from threadwise.bot.pool import Activity, TrackedPool
 from threadwise.conversations import ConversationService
 from threadwise.db.conversations import ThreadKey
 from threadwise.sync.admin import AdminService
@@ -119,18 +119,20 @@ class SlackBot:
             workspace_admins=settings.workspace_admins,
         )
         self.commands = AdminCommands(admin=admin, is_admin=self.is_admin)
-        self.workers = ThreadPoolExecutor(
-            max_workers=settings.answer_workers, thread_name_prefix="threadwise-answer"
+        # Bolt runs listeners in `listeners`; they only ack, claim and post the placeholder. The slow work
+        # (answers, explanations, syncs) waits its turn in `workers`.
+        self.activity = Activity()
+        self.listeners = TrackedPool(max_workers=32, name="threadwise-listener", activity=self.activity)
+        self.workers = TrackedPool(
+            max_workers=settings.answer_workers, name="threadwise-answer", activity=self.activity
         )
-        self._pending = 0
-        self._idle = threading.Condition()
         self.app = App(
             client=self.client,
             signing_secret=settings.signing_secret,
             token_verification_enabled=False,  # auth.test happens on the first request (and in `doctor`)
             request_verification_enabled=request_verification,
             process_before_response=False,
-            listener_executor=ThreadPoolExecutor(max_workers=32, thread_name_prefix="threadwise-listener"),
+            listener_executor=self.listeners,
             logger=logging.getLogger("threadwise.bolt"),
             name="threadwise",
         )
@@ -146,34 +148,27 @@ class SlackBot:
 
     def submit(self, job: Callable[[], None], what: str) -> Future[None]:
         """Run `job` in the answer pool; its exceptions are logged, never lost."""
-        with self._idle:
-            self._pending += 1
 
         def run() -> None:
             try:
                 job()
             except Exception:
                 log.exception("%s failed", what)
-            finally:
-                with self._idle:
-                    self._pending -= 1
-                    self._idle.notify_all()
 
         return self.workers.submit(run)
 
     @property
     def waiting(self) -> int:
         """Jobs that have not found a worker yet."""
-        with self._idle:
-            return max(0, self._pending - self.settings.answer_workers)
+        return self.workers.waiting
 
     def wait_idle(self, timeout: float = 30.0) -> bool:
-        """Block until no background job is left (tests, benchmarks, shutdown)."""
-        with self._idle:
-            return self._idle.wait_for(lambda: self._pending == 0, timeout=timeout)
+        """Block until no listener and no background job is left (tests, benchmarks, shutdown)."""
+        return self.activity.wait_idle(timeout)
 
     def close(self, *, wait: bool = True) -> None:
         self.workers.shutdown(wait=wait, cancel_futures=not wait)
+        self.listeners.shutdown(wait=wait, cancel_futures=not wait)
 
     # -- events ---------------------------------------------------------------------------------------
 
