@@ -35,13 +35,19 @@ def macro(name: str, params: dict[str, str] | None = None, body: str = "", plain
 # ---- passages, headings, lists ----------------------------------------------------------------------------
 
 
-def test_text_between_headings_is_a_passage_with_its_heading() -> None:
-    body = "<p>Intro.</p><h2>Scope</h2><p>First.</p><p>Second.</p><h3>Details</h3><p>Deep.</p>"
+def test_text_between_headings_is_a_passage_with_its_heading_path() -> None:
+    body = (
+        "<p>Intro.</p><h2>Scope</h2><p>First.</p><p>Second.</p><h3>Details</h3><p>Deep.</p>"
+        "<h2><span>Results</span></h2><h4>Legacy</h4><p>Old.</p><h3>UEFI</h3><p>New.</p><h2> </h2><p>Same.</p>"
+    )
     elements = parse_storage_format(body)
     assert [(e.kind, e.heading, e.text) for e in elements] == [
         ("passage", "", "Intro."),
         ("passage", "Scope", "First.\n\nSecond."),
-        ("passage", "Details", "Deep."),
+        ("passage", "Scope > Details", "Deep."),
+        ("passage", "Results > Legacy", "Old."),
+        ("passage", "Results > UEFI", "New."),
+        ("passage", "Results > UEFI", "Same."),  # an empty heading changes nothing
     ]
 
 

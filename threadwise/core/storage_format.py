@@ -4,7 +4,8 @@ Following RAGonite (Sec. 4): a top-level <ul>/<ol> (with its nested items) is a 
 plus one verbalized row per data row, and the remaining text between headings is a passage. Passages are
 broken where a list or table interrupts them (so "the text before the table" stays a unit of its own) and a
 passage longer than `max_chars` is split at paragraph boundaries; an overlong list is split between its
-top-level items. Each element remembers the closest heading above it.
+top-level items. Each element remembers the headings it sits under, as a path ("OpenXT 9.0 > Legacy"): the
+closest heading alone is often too terse ("Legacy", "Results") to tell which section of the page it is.
 
 Parsing is lenient: lxml's HTML parser repairs any tag soup, so broken XHTML yields whatever text it has and
 never raises. A page with no text at all yields no elements (the caller decides what that means).
@@ -102,10 +103,15 @@ def parse_storage_format(
     rewrite_confluence_markup(soup, root, user_names or {})
     elements: list[Element] = []
     heading = ""
+    stack: list[tuple[int, str]] = []
     table_no = 0
     for kind, node in _blocks(soup, root):
         if kind == "heading":
-            heading = _one_line(node.get_text()) or heading
+            text = _one_line(node.get_text())
+            if text:
+                level = int(node.name[1])
+                stack = [(lv, t) for lv, t in stack if lv < level] + [(level, text)]
+                heading = " > ".join(t for _, t in stack)
         elif kind == "text":
             text = _markdown(node)
             elements += [Element("passage", chunk, heading) for chunk in _pack_passage(text, max_chars)]
