@@ -1,0 +1,220 @@
+"""The offline extractive answerer on hand-made evidence, with the real multilingual embedder (USE v3)."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from threadwise.core.answering import NOT_FOUND, NOT_FOUND_DE
+from threadwise.core.embedders import UniversalSentenceEncoder
+from threadwise.core.extractive import (
+    ExtractiveAnswerer,
+    is_german,
+    list_items,
+    split_sentences,
+    verbalized_cells,
+)
+from threadwise.core.page import Evidence, EvidenceKind
+
+
+@pytest.fixture(scope="module")
+def answerer() -> ExtractiveAnswerer:
+    embedder = UniversalSentenceEncoder()
+    embedder.warm_up()
+    return ExtractiveAnswerer(embedder=embedder)
+
+
+def evidence(
+    text: str,
+    *,
+    kind: EvidenceKind = "passage",
+    title: str = "OpenXT Build Guide",
+    position: int = 0,
+    cells: tuple[tuple[str, str], ...] = (),
+) -> Evidence:
+    return Evidence(
+        id=f"p-{title}:{position}",
+        page_id=f"p-{title}",
+        space="DEV",
+        page_title=title,
+        url=f"https://wiki.example.com/{title.replace(' ', '+')}",
+        page_version=1,
+        kind=kind,
+        position=position,
+        text=text,
+        context_text=f"Page: {title}\n{text}",
+        row_no=position + 1 if kind == "row" else None,
+        table_no=1 if kind == "row" else None,
+        cells=cells,
+    )
+
+
+BUILD_PASSAGE = evidence(
+    "OpenXT is built with BuildBot, which automates the nightly builds. "
+    "The recommended build host is a 64-bit installation of Debian Jessie. "
+    "A full build takes about four hours on a machine with eight cores."
+)
+INSTALL_LIST = evidence(
+    "1. Boot the OpenXT installer.\n"
+    "2. Choose Erase and Install when an existing installation is found.\n"
+    "3. Success:\n"
+    "   1. The platform reboots to the UIVM.\n"
+    "   2. At the bottom-right corner, the XT shield is green.\n"
+    "4. Remove the USB stick.",
+    kind="list",
+    title="OpenXT Measurement Test",
+)
+
+
+def row(position: int, platform: str, bios: str, tpm: str, result: str) -> Evidence:
+    cells = (("Platform", platform), ("BIOS", bios), ("TPM", tpm), ("Build", "6662"), ("Install", result))
+    text = f"Row {position + 1} in Table 1: " + ", and ".join(f"{h} is {v}" for h, v in cells)
+    return evidence(text, kind="row", title="OpenXT 9.0 Measurement Test", position=position, cells=cells)
+
+
+ROWS = [
+    row(0, "Dell Latitude 7490", "1.9.3", "2.0", "Pass"),
+    row(1, "Dell OptiPlex 7040", "1.14.0", "1.2", "Fail"),
+    row(2, "Dell OptiPlex 7060", "1.3.4", "2.0", "Pass"),
+]
+UNRELATED = evidence(
+    "The community call takes place on the third Thursday of every month at 4 pm UTC.", title="Community Call"
+)
+
+
+def test_picks_the_sentence_that_answers_from_a_passage(answerer: ExtractiveAnswerer) -> None:
+    answer = answerer.answer("What is the recommended build host for OpenXT?", [BUILD_PASSAGE, UNRELATED])
+    assert answer.text == "The recommended build host is a 64-bit installation of Debian Jessie. [Source 1]"
+    assert answer.cited == (1,)
+    assert not answer.not_found
+    assert answer.answerer == "extractive"
+
+
+def test_picks_the_list_item_with_its_parent(answerer: ExtractiveAnswerer) -> None:
+    answer = answerer.answer("What colour is the XT shield after a successful install?", [INSTALL_LIST])
+    assert answer.text.startswith("Success: At the bottom-right corner, the XT shield is green.")
+    assert answer.text.endswith("[Source 1]")
+
+
+def test_renders_the_relevant_cells_of_a_table_row(answerer: ExtractiveAnswerer) -> None:
+    answer = answerer.answer("Which BIOS version did the Dell OptiPlex 7040 use?", ROWS)
+    first = answer.text.split(" [Source")[0]
+    assert first == "Platform: Dell OptiPlex 7040; BIOS: 1.14.0"
+    assert "[Source 2]" in answer.text
+    assert answer.cited[0] == 2
+
+
+def test_cites_the_position_of_the_evidence_that_holds_the_answer(answerer: ExtractiveAnswerer) -> None:
+    answer = answerer.answer("What is the recommended build host for OpenXT?", [UNRELATED, BUILD_PASSAGE])
+    assert answer.text == "The recommended build host is a 64-bit installation of Debian Jessie. [Source 2]"
+    assert answer.cited == (2,)
+
+
+def test_german_question_over_english_evidence(answerer: ExtractiveAnswerer) -> None:
+    question = "Wie lange dauert ein vollständiger Build auf einer Maschine mit acht Kernen?"
+    answer = answerer.answer(question, [BUILD_PASSAGE, UNRELATED])
+    assert answer.text == "A full build takes about four hours on a machine with eight cores. [Source 1]"
+
+
+def test_german_question_picks_the_list_item(answerer: ExtractiveAnswerer) -> None:
+    answer = answerer.answer("Welche Farbe hat das XT-Schild?", [INSTALL_LIST])
+    assert "the XT shield is green" in answer.text
+
+
+def test_out_of_scope_question_is_not_found(answerer: ExtractiveAnswerer) -> None:
+    answer = answerer.answer("What is the capital of France?", [BUILD_PASSAGE, INSTALL_LIST, *ROWS])
+    assert answer.not_found
+    assert answer.text == NOT_FOUND
+    assert answer.cited == ()
+
+
+def test_out_of_scope_german_question_says_so_in_german(answerer: ExtractiveAnswerer) -> None:
+    answer = answerer.answer("Wie wird das Wetter morgen in Berlin?", [BUILD_PASSAGE, INSTALL_LIST])
+    assert answer.not_found
+    assert answer.text == NOT_FOUND_DE
+
+
+def test_no_evidence_is_not_found(answerer: ExtractiveAnswerer) -> None:
+    assert answerer.answer("What is the recommended build host?", []).text == NOT_FOUND
+    assert answerer.answer("Welcher Build-Host wird empfohlen?", []).text == NOT_FOUND_DE
+
+
+def test_threshold_is_a_parameter() -> None:
+    strict = ExtractiveAnswerer(embedder=UniversalSentenceEncoder(), min_score=10.0)
+    assert strict.answer("What is the recommended build host for OpenXT?", [BUILD_PASSAGE]).not_found
+
+
+def test_same_input_same_output_also_from_several_threads(answerer: ExtractiveAnswerer) -> None:
+    question, evidences = "Which BIOS version did the Dell OptiPlex 7040 use?", [*ROWS, BUILD_PASSAGE]
+    first = answerer.answer(question, evidences)
+    results: list[str] = []
+
+    def run() -> None:
+        results.append(answerer.answer(question, evidences).text)
+
+    threads = [threading.Thread(target=run) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert answerer.deterministic
+    assert results == [first.text] * 4
+
+
+def test_an_intro_sentence_is_completed_by_what_follows(answerer: ExtractiveAnswerer) -> None:
+    steps = evidence(
+        "1. Things that should trigger a reseal for a measured launch:\n"
+        "   1. changes to BIOS settings\n"
+        "   2. internal changes to hardware\n",
+        kind="list",
+        title="TPM PCR values",
+    )
+    answer = answerer.answer("What should trigger a reseal for a measured launch?", [steps])
+    assert "changes to BIOS settings" in answer.text
+    assert "internal changes to hardware" in answer.text
+
+
+# --- the pure helpers ------------------------------------------------------------------------------------------
+
+
+def test_sentences_keep_versions_and_abbreviations_whole() -> None:
+    text = "Install OpenXT 9.0.2 first, e.g. from the ISO. Then reboot.\nDone here now."
+    assert split_sentences(text) == [
+        "Install OpenXT 9.0.2 first, e.g. from the ISO.",
+        "Then reboot.",
+        "Done here now.",
+    ]
+
+
+def test_list_items_carry_their_parent_and_join_broken_lines() -> None:
+    items = list_items("1. Success:\n   1. it reboots;\n   2. the shield is\n   green.\n2. Done")
+    assert [full for full, _ in items] == [
+        "Success:",
+        "Success: it reboots;",
+        "Success: the shield is green.",
+        "Done",
+    ]
+    assert items[2][1] == "the shield is green."
+
+
+def test_verbalized_table_lines_give_their_cells_back() -> None:
+    assert verbalized_cells("Row 2 in Table 1: Member is Alice, and Task is Similarity") == (
+        ("Member", "Alice"),
+        ("Task", "Similarity"),
+    )
+    assert verbalized_cells("| a | b |") == ()
+
+
+@pytest.mark.parametrize(
+    ("question", "german"),
+    [
+        ("What was the TPM version used for the Dell Optiplex 7040?", False),
+        ("Welche TPM Version wurde für den Dell Optiplex 7040 genutzt?", True),
+        ("Und was ist mit TPM?", True),
+        ("And what about TPM?", False),
+        ("Wer hat das Dokument geschrieben?", True),
+    ],
+)
+def test_language_guess(question: str, german: bool) -> None:
+    assert is_german(question) is german
