@@ -262,56 +262,41 @@ class Scored:
     text: str  # the rendered answer text (a row shows only its chosen cells)
 
 
+@dataclass(kw_only=True)
 class ExtractiveAnswerer:
     """Extractive answers over the top evidences; deterministic and safe to call from several threads.
 
-    Parameters (keyword-only):
+    Built with keyword arguments only; everything but `embedder` has a default tuned on the dev split:
     - `embedder`: multilingual sentence embedder; all candidate spans are embedded in one batch call.
     - `top_evidences`: how many of the ranked evidences to quote from.
     - `min_score`: the not-found threshold on the best span's score (cosine + `lexical_weight` · overlap −
-      `rank_penalty` · rank); below it the answer is the out-of-scope sentence.
+      `rank_penalty` · rank ± bonuses); below it the answer is the out-of-scope sentence.
     - `rank_penalty`: subtracted per retrieval rank, so the top evidence wins unless another is clearly better.
-    - `combine_margin`: a runner-up span within this margin of the best joins the answer (budget permitting).
+    - `combine_margin` / `max_spans`: runners-up within this margin of the best join the answer (up to
+      `max_spans` spans and `max_answer_words` words).
+    - `type_bonus`: for a span holding what the wh-word asks for (a date for "when", a number for "how many").
     - `echo_penalty`: for spans that are questions or only repeat the question's terms.
-    - `max_candidates` / `max_per_evidence`: caps on spans embedded per call (latency); an evidence with more
-      spans keeps those with most lexical overlap.
+    - `max_cells`: a row shows its identifying cells plus at most this many asked-about cells.
+    - `max_candidates` / `max_per_evidence`: caps on the spans embedded per call (latency); an evidence with
+      more spans keeps those with most lexical overlap.
     """
 
-    name = "extractive"
-    deterministic = True
-
-    def __init__(
-        self,
-        *,
-        embedder: Embedder,
-        top_evidences: int = 3,
-        min_score: float = 0.35,
-        rank_penalty: float = 0.06,
-        lexical_weight: float = 1.0,
-        combine_margin: float = 0.05,
-        max_spans: int = 2,
-        type_bonus: float = 0.1,
-        echo_penalty: float = 1.0,
-        max_span_words: int = 45,
-        max_answer_words: int = 45,
-        max_cells: int = 3,
-        max_candidates: int = 36,
-        max_per_evidence: int = 16,
-    ) -> None:
-        self.embedder = embedder
-        self.top_evidences = top_evidences
-        self.min_score = min_score
-        self.rank_penalty = rank_penalty
-        self.lexical_weight = lexical_weight
-        self.combine_margin = combine_margin
-        self.max_spans = max_spans
-        self.type_bonus = type_bonus
-        self.echo_penalty = echo_penalty
-        self.max_span_words = max_span_words
-        self.max_answer_words = max_answer_words
-        self.max_cells = max_cells
-        self.max_candidates = max_candidates
-        self.max_per_evidence = max_per_evidence
+    embedder: Embedder
+    top_evidences: int = 3
+    min_score: float = 0.35
+    rank_penalty: float = 0.06
+    lexical_weight: float = 1.0
+    combine_margin: float = 0.05
+    max_spans: int = 2
+    type_bonus: float = 0.1
+    echo_penalty: float = 1.0
+    max_span_words: int = 45
+    max_answer_words: int = 45
+    max_cells: int = 3
+    max_candidates: int = 36
+    max_per_evidence: int = 16
+    name: str = "extractive"
+    deterministic: bool = True
 
     def warm_up(self) -> None:
         self.embedder.warm_up()
