@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import yaml
 from hypothesis import given
 from hypothesis import strategies as st
 from slack_sdk.models.blocks import Block
@@ -10,7 +13,8 @@ from tests.support.fake_slack import FakeSlack
 from threadwise.bot import blocks
 from threadwise.bot.doctor import all_ok, render, slack_checks
 from threadwise.bot.mrkdwn import SECTION_LIMIT, link, markdown_to_mrkdwn, plain_question, split_mrkdwn
-from threadwise.bot.slack_app import SlackSettings
+from threadwise.bot.slack_actions import COMMAND
+from threadwise.bot.slack_app import BOT_EVENTS, BOT_SCOPES, SlackSettings
 from threadwise.conversations import SourceView, TurnView
 
 
@@ -129,3 +133,26 @@ def test_doctor_says_what_is_wrong_with_the_slack_tokens() -> None:
 
         http = render(slack_checks(SlackSettings(bot_token="", api_url=slack.api_url), http=True))
         assert "SLACK_BOT_TOKEN is not set" in http and "SLACK_SIGNING_SECRET is not set" in http
+
+
+def test_doctor_names_missing_scopes() -> None:
+    with FakeSlack(scopes=frozenset({"chat:write", "commands"})) as slack:
+        settings = SlackSettings(bot_token=slack.token, app_token=slack.app_token, api_url=slack.api_url)
+        report = render(slack_checks(settings, http=False))
+        assert "lacks the scopes app_mentions:read, channels:history" in report and "reinstall" in report
+
+
+def test_manifest_asks_for_exactly_what_the_app_uses() -> None:
+    manifest = yaml.safe_load((Path(__file__).resolve().parents[1] / "manifest.yml").read_text())
+    assert set(manifest["oauth_config"]["scopes"]["bot"]) == BOT_SCOPES
+    assert set(manifest["settings"]["event_subscriptions"]["bot_events"]) == BOT_EVENTS
+    assert [c["command"] for c in manifest["features"]["slash_commands"]] == [COMMAND]
+    assert (
+        manifest["settings"]["socket_mode_enabled"] is True
+        and manifest["settings"]["interactivity"]["is_enabled"]
+    )
+    assert (
+        manifest["features"]["app_home"]["home_tab_enabled"]
+        and manifest["features"]["app_home"]["messages_tab_enabled"]
+    )
+    assert len(manifest["display_information"]["long_description"]) >= 175

@@ -34,6 +34,8 @@ from slack_sdk.errors import SlackObjectFormationError
 from slack_sdk.models.blocks import Block
 from slack_sdk.models.views import View
 
+from threadwise.bot.slack_app import BOT_SCOPES
+
 MAX_MESSAGE_BLOCKS = 50
 _JSON_PARAMS = ("blocks", "view", "attachments", "metadata")
 
@@ -48,6 +50,7 @@ class SlackCall:
     at: float  # time.monotonic() on arrival
     ok: bool = True
     error: str = ""
+    response: dict[str, Any] = field(default_factory=dict)  # what the server answered
 
 
 @dataclass
@@ -60,6 +63,7 @@ class FakeSlack:
     bot_user_id: str = "UBOT"
     bot_id: str = "BBOT"
     users: dict[str, dict[str, Any]] = field(default_factory=dict)  # user id -> fields (is_admin, ...)
+    scopes: frozenset[str] = BOT_SCOPES  # the bot token's scopes, sent as X-OAuth-Scopes like Slack does
     delay: float = 0.0  # seconds added to every call, to act like a real network
     host: str = "127.0.0.1"
     calls: list[SlackCall] = field(default_factory=list)
@@ -177,7 +181,7 @@ class FakeSlack:
             call = SlackCall(method=method, params=params, token=token, at=time.monotonic())
             self.calls.append(call)
             reply = self._answer(method, params, token)
-            call.ok, call.error = bool(reply.get("ok")), str(reply.get("error", ""))
+            call.ok, call.error, call.response = bool(reply.get("ok")), str(reply.get("error", "")), reply
             self._lock.notify_all()
             return reply
 
@@ -338,6 +342,7 @@ class _Handler(BaseHTTPRequestHandler):
         data = json.dumps(payload).encode("utf-8")
         self.send_response(status)
         self.send_header("Content-Type", "application/json; charset=utf-8")
+        self.send_header("X-OAuth-Scopes", ",".join(sorted(self.fake.scopes)))
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
         self.wfile.write(data)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 
-from threadwise.bot.slack_app import SlackSettings
+from threadwise.bot.slack_app import BOT_SCOPES, SlackSettings
 
 _SLACK_ERRORS = {
     "invalid_auth": "the token is not valid (copied wrongly, or from another app)",
@@ -65,6 +65,14 @@ def slack_checks(settings: SlackSettings, *, http: bool, client: WebClient | Non
             raise ValueError(_slack_error(err, "SLACK_BOT_TOKEN")) from err
         except OSError as err:
             raise ValueError(f"cannot reach the Slack Web API at {settings.api_url}: {err}") from err
+        headers = {k.lower(): v for k, v in (reply.headers or {}).items()}
+        granted = {s.strip() for s in str(headers.get("x-oauth-scopes", "")).split(",") if s.strip()}
+        missing = sorted(BOT_SCOPES - granted) if granted else []
+        if missing:
+            raise ValueError(
+                f"the bot token lacks the scopes {', '.join(missing)}: update the app from manifest.yml "
+                "(App Manifest), then reinstall it to the workspace and copy the new token"
+            )
         return f"signed in as @{reply.get('user')} (user {reply.get('user_id')}) in {reply.get('team')} via {settings.api_url}"
 
     def app_token() -> str:

@@ -81,9 +81,12 @@ def make_http_server(bot: SlackBot, *, host: str = "0.0.0.0", port: int = 3000) 
             self.end_headers()
             self.wfile.write(data)
 
-    server = ThreadingHTTPServer((host, port), Handler)
-    server.daemon_threads = True
-    return server
+    return _Server((host, port), Handler)
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    request_queue_size = 128  # the standard library's 5 resets connections under a burst of events
 
 
 def serve(

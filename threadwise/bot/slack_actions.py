@@ -217,7 +217,7 @@ def _follow_up(bot: SlackBot, ack: Any, body: dict[str, Any], action: dict[str, 
     if not text or not where.complete:
         return
     claim = f"{where.team}:{where.channel}:{where.message_ts}:{action.get('action_id')}"
-    if not bot.conversations.store.claim_event(f"slack:{claim}"):
+    if not bot.claim(claim):
         bot.ephemeral(
             where.channel,
             where.user,

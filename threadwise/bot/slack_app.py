@@ -14,6 +14,7 @@ across processes. Buttons and the slash command are in `slack_actions`.
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future
 from dataclasses import dataclass
@@ -42,6 +43,19 @@ EMPTY_QUESTION = (
 )
 FAILED = ":warning: Sorry, I couldn't answer this time: something went wrong on my side. The error is logged; please try again."
 _ANSWERED_SUBTYPES = (None, "thread_broadcast", "file_share")
+# What the app asks Slack for (manifest.yml lists the same; tests hold the two together).
+BOT_SCOPES = frozenset(
+    {
+        "app_mentions:read",
+        "channels:history",
+        "groups:history",
+        "im:history",
+        "chat:write",
+        "commands",
+        "users:read",
+    }
+)
+BOT_EVENTS = frozenset({"app_mention", "app_home_opened", "message.channels", "message.groups", "message.im"})
 
 
 @dataclass(frozen=True)
@@ -122,6 +136,7 @@ class SlackBot:
         # Bolt runs listeners in `listeners`; they only ack, claim and post the placeholder. The slow work
         # (answers, explanations, syncs) waits its turn in `workers`.
         self.activity = Activity()
+        self._claims = threading.Lock()
         self.listeners = TrackedPool(max_workers=32, name="threadwise-listener", activity=self.activity)
         self.workers = TrackedPool(
             max_workers=settings.answer_workers, name="threadwise-answer", activity=self.activity
@@ -230,13 +245,22 @@ class SlackBot:
             "Slack listener failed on %s: %r", body.get("type") or body.get("event", {}).get("type"), error
         )
 
+    def claim(self, key: str) -> bool:
+        """True the first time `key` is claimed (in this or any process sharing the database), then False.
+
+        Claims go one at a time: SQLite serialises writers anyway, and 20 threads contending for its write
+        lock wait in its busy handler (back-offs up to 100 ms each) far longer than they wait in this queue.
+        """
+        with self._claims:
+            return bool(self.conversations.store.claim_event(f"{PLATFORM}:{key}"))
+
     # -- answering ----------------------------------------------------------------------------------
 
     def start_answer(
         self, question: Question, *, claim: str | None, placeholder_ts: str | None = None
     ) -> bool:
         """Answer `question` in its thread unless `claim` was taken before; False when it was a repeat."""
-        if claim is not None and not self.conversations.store.claim_event(f"{PLATFORM}:{claim}"):
+        if claim is not None and not self.claim(claim):
             log.info("already answered %s (a retry or a duplicate event)", claim)
             return False
         if not question.text:

@@ -1,0 +1,263 @@
+"""The Slack bot, measured: event → acknowledgement and event → posted answer, for 1 and for 20 concurrent mentions.
+
+The bot runs in a process of its own (this script's `serve` mode), built by the composition root with the
+offline default (no LLM: extractive answers; the default embedder unless --embedder) over the sample wiki,
+serving the Events API over HTTP. This process plays Slack: it POSTs signed `app_mention` events and
+serves the Web API (FakeSlack), so every timestamp comes from one clock. Each event is also re-sent as a
+Slack retry (X-Slack-Retry-Num: 1) to check that every mention is answered exactly once.
+
+Per mention: ack = the HTTP response to the event; placeholder = chat.postMessage in the thread;
+answer = chat.update of that placeholder. Memory: the bot process's VmRSS after warm-up, VmHWM at the end.
+
+    .venv/bin/python bench/slack_bench.py                        # the default embedder
+    .venv/bin/python bench/slack_bench.py --embedder hashing     # no model at all
+    .venv/bin/python bench/slack_bench.py --slack-latency 0.1    # each Web API call takes 100 ms
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from tests.support.fake_slack import FakeSlack  # noqa: E402
+from tests.support.slack_events import SlackSender  # noqa: E402
+
+SECRET = "0123456789abcdef0123456789abcdef"
+QUESTIONS = (
+    "When does the primary on-call engineer change?",
+    "How fast must we respond to a SEV1 incident?",
+    "Who is paged for a SEV2?",
+    "How do I set up my development machine?",
+    "What failed in the release 4.2 test report?",
+    "Wie viele Urlaubstage habe ich?",
+    "What was decided in the weekly sync on October 14?",
+)
+_ts = itertools.count(1)
+
+
+# -- the bot process -----------------------------------------------------------------------------------------
+
+
+def serve(args: argparse.Namespace) -> None:
+    """Build the bot like `threadwise serve --http`, index the sample wiki, print the port, serve until stdin closes."""
+    from threadwise.bot.serve import make_http_server
+    from threadwise.bot.slack_app import SlackSettings, build_slack_bot
+    from threadwise.connectors.files import load_pages
+    from threadwise.core.indexing import index_pages
+    from threadwise.settings import load_settings
+    from threadwise.wiring import Threadwise, sample_wiki_dir
+
+    env = {
+        "THREADWISE_DATA_DIR": args.data_dir,
+        "THREADWISE_EMBEDDER": args.embedder,
+        "THREADWISE_LLM": "off",
+        "SLACK_BOT_TOKEN": args.token,
+        "SLACK_SIGNING_SECRET": SECRET,
+        "SLACK_API_URL": args.slack_url,
+        "THREADWISE_SLACK_WORKERS": str(args.workers),
+    }
+    tw = Threadwise(settings=load_settings(env=env))
+    tw.warm_up()
+    pages, _failures = load_pages(sample_wiki_dir())
+    index_pages(tw.index, pages)
+    bot = build_slack_bot(
+        conversations=tw.conversations, admin=tw.admin, settings=SlackSettings.from_env(tw.settings.env)
+    )
+    server = make_http_server(bot, host="127.0.0.1", port=0)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    print(json.dumps({"port": server.server_address[1]}), flush=True)
+    sys.stdin.read()  # the benchmark closes stdin when it is done
+    server.shutdown()
+    bot.close()
+
+
+def memory_kb(pid: int) -> dict[str, int]:
+    """VmRSS (now) and VmHWM (peak) of a process, in kB, from /proc."""
+    fields = {}
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        name, _, value = line.partition(":")
+        if name in ("VmRSS", "VmHWM"):
+            fields[name] = int(value.split()[0])
+    return fields
+
+
+# -- playing Slack ------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Sent:
+    ts: str
+    start: float
+    acked: float
+    status: int
+
+
+def mention(sender: SlackSender, question: str, *, retry: bool) -> Sent:
+    ts = f"1700000000.{next(_ts):06d}"
+    event = {
+        "type": "app_mention",
+        "user": "U1",
+        "text": f"<@UBOT> {question}",
+        "ts": ts,
+        "channel": "C1",
+        "event_ts": ts,
+    }
+    event_id = f"Ev{ts.replace('.', '')}"
+    start = time.monotonic()
+    reply = sender.event(event, event_id=event_id)
+    acked = time.monotonic()
+    if retry:  # Slack's re-send of the same event: must not produce a second answer
+        sender.event(event, event_id=event_id, retry_num=1)
+    return Sent(ts, start, acked, reply.status)
+
+
+def run_round(sender: SlackSender, slack: FakeSlack, questions: list[str], *, retry: bool) -> list[Sent]:
+    """Send the mentions at once (one thread each) and wait until every one has its answer."""
+    start = threading.Barrier(len(questions))
+
+    def go(q: str) -> Sent:
+        start.wait()
+        return mention(sender, q, retry=retry)
+
+    with ThreadPoolExecutor(max_workers=len(questions)) as pool:
+        sent = list(pool.map(go, questions))
+    slack.wait_for(lambda: all(answered(slack, s.ts) for s in sent), timeout=600)
+    return sent
+
+
+def answered(slack: FakeSlack, thread_ts: str) -> bool:
+    return any(m.get("edited") for m in slack.bot_messages("C1", thread_ts))
+
+
+def times(slack: FakeSlack, sent: list[Sent]) -> dict[str, list[float]]:
+    """Per mention: seconds from the event to ack, placeholder and answer; and how many answers it got."""
+    posts: dict[str, list[Any]] = {}
+    for call in slack.calls_to("chat.postMessage"):
+        posts.setdefault(str(call.params.get("thread_ts")), []).append(call)
+    updates: dict[str, list[Any]] = {}
+    for call in slack.calls_to("chat.update"):
+        updates.setdefault(str(call.params.get("ts")), []).append(call)
+    result: dict[str, list[float]] = {"ack": [], "placeholder": [], "answer": [], "answers": []}
+    for s in sent:
+        [placeholder] = posts[s.ts]  # exactly one message in the thread
+        answer = updates[placeholder.response["ts"]]
+        result["ack"].append(s.acked - s.start)
+        result["placeholder"].append(placeholder.at - s.start)
+        result["answer"].append(answer[0].at - s.start)
+        result["answers"].append(float(len(posts[s.ts]) * len(answer)))
+    return result
+
+
+def summary(values: list[float]) -> dict[str, float]:
+    a = np.array(values) * 1000
+    return {
+        "n": len(values),
+        "p50_ms": round(float(np.percentile(a, 50)), 1),
+        "p95_ms": round(float(np.percentile(a, 95)), 1),
+        "p99_ms": round(float(np.percentile(a, 99)), 1),
+        "max_ms": round(float(a.max()), 1),
+    }
+
+
+def bench(args: argparse.Namespace) -> dict[str, Any]:
+    report: dict[str, Any] = {
+        "embedder": args.embedder,
+        "slack_latency_s": args.slack_latency,
+        "workers": args.workers,
+    }
+    with FakeSlack(delay=args.slack_latency) as slack, tempfile.TemporaryDirectory() as data_dir:
+        command = [
+            sys.executable,
+            __file__,
+            "serve",
+            "--slack-url",
+            slack.api_url,
+            "--token",
+            slack.token,
+            "--data-dir",
+            data_dir,
+            "--embedder",
+            args.embedder,
+            "--workers",
+            str(args.workers),
+        ]
+        bot = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=ROOT)
+        try:
+            assert bot.stdout is not None
+            port = json.loads(bot.stdout.readline())["port"]
+            sender = SlackSender(
+                url=f"http://127.0.0.1:{port}/slack/events", signing_secret=SECRET, team=slack.team_id
+            )
+            run_round(sender, slack, [QUESTIONS[0]], retry=False)  # warm-up: first request, auth.test
+            report["memory_after_warm_up_kb"] = memory_kb(bot.pid)
+
+            sequential: list[Sent] = []
+            for i in range(args.single):
+                sequential += run_round(sender, slack, [QUESTIONS[i % len(QUESTIONS)]], retry=True)
+            concurrent: list[Sent] = []
+            for r in range(args.rounds):
+                batch = [QUESTIONS[(r + i) % len(QUESTIONS)] for i in range(args.concurrency)]
+                concurrent += run_round(sender, slack, batch, retry=True)
+            time.sleep(0.5)  # let any (wrong) second answer arrive before counting
+            report["memory_end_kb"] = memory_kb(bot.pid)
+            for name, sent in (("1 at a time", sequential), (f"{args.concurrency} concurrent", concurrent)):
+                measured = times(slack, sent)
+                report[name] = {
+                    "http_status": sorted({s.status for s in sent}),
+                    "ack": summary(measured["ack"]),
+                    "placeholder": summary(measured["placeholder"]),
+                    "answer": summary(measured["answer"]),
+                    "answered_exactly_once": all(n == 1 for n in measured["answers"]),
+                }
+        finally:
+            assert bot.stdin is not None
+            bot.stdin.close()
+            bot.wait(timeout=60)
+    return report
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    sub = parser.add_subparsers(dest="mode")
+    p = sub.add_parser("serve", help="(internal) the bot process")
+    p.add_argument("--slack-url", required=True)
+    p.add_argument("--token", required=True)
+    p.add_argument("--data-dir", required=True)
+    p.add_argument("--embedder", default="use")
+    p.add_argument("--workers", type=int, default=8)
+    parser.add_argument("--embedder", default="use", help="use (default), minilm, bge-m3 or hashing")
+    parser.add_argument("--single", type=int, default=30, help="mentions sent one at a time")
+    parser.add_argument("--concurrency", type=int, default=20)
+    parser.add_argument("--rounds", type=int, default=5, help="rounds of concurrent mentions")
+    parser.add_argument("--workers", type=int, default=8, help="the bot's answer workers")
+    parser.add_argument("--slack-latency", type=float, default=0.0, help="seconds each Web API call takes")
+    parser.add_argument("--out", type=Path, help="also write the report as JSON")
+    args = parser.parse_args()
+    if args.mode == "serve":
+        serve(args)
+        return
+    report = bench(args)
+    print(json.dumps(report, indent=2))
+    if args.out:
+        args.out.write_text(json.dumps(report, indent=2))
+
+
+if __name__ == "__main__":
+    main()
