@@ -57,16 +57,22 @@ CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 class EvidenceIndex:
     """Dense + lexical evidence index in one folder. Safe to share between threads; one writer at a time."""
 
-    def __init__(self, *, directory: Path, embedder: Embedder, collection: str = "evidence") -> None:
+    def __init__(
+        self, *, directory: Path, embedder: Embedder, collection: str = "evidence", embed_chars: int = 1200
+    ) -> None:
         self.directory = Path(directory)
         self.embedder = embedder
         self.collection = collection
+        # Dense vectors see the first `embed_chars` of the contextualized text (title, heading, then the evidence):
+        # past that an averaging encoder only dilutes, and a truncating one cuts anyway. BM25 sees all of it.
+        self.embed_chars = embed_chars
         self.directory.mkdir(parents=True, exist_ok=True)
         self._manifest_path = self.directory / f"{collection}.manifest.sqlite"
         self._write_lock = threading.RLock()
         self._bm25_lock = threading.Lock()
         self._chroma: ChromaStore | None = None
         self._bm25 = BM25Store(directory=self.directory / f"{collection}.bm25")
+        self._page_bm25 = BM25Store(directory=self.directory / f"{collection}.pages.bm25")
         self._active: dict[str, str] = {}
         self._active_generation = -1
         with self._manifest() as db:
@@ -136,7 +142,7 @@ class EvidenceIndex:
         """Replace the page's evidence atomically. Returns False, embedding nothing, when it is unchanged."""
         if self.is_current(page):
             return False
-        vectors = self.embedder.embed([e.context_text for e in evidences])
+        vectors = self.embedder.embed([e.context_text[: self.embed_chars] for e in evidences])
         with self._write_lock:
             self.chroma.add(evidences, vectors, page.content_hash)
             with self._manifest() as db:
@@ -212,6 +218,14 @@ class EvidenceIndex:
         )
         return [ScoredEvidence(evidence_from_row(*by_id[rid]), s) for rid, s in pairs if rid in by_id]
 
+    def search_pages(
+        self, query: str, k: int, spaces: Sequence[str] | None = None
+    ) -> list[tuple[str, float]]:
+        """Pages as (page id, BM25 score), best first, by their whole text."""
+        self._ensure_bm25()
+        active = self._active_hashes()
+        return [(pid, s) for pid, s in self._page_bm25.search(query, k, spaces) if pid in active]
+
     def search_dense(
         self, vector: np.ndarray, k: int, spaces: Sequence[str] | None = None
     ) -> list[ScoredEvidence]:
@@ -237,7 +251,11 @@ class EvidenceIndex:
         ids = [row_id(e, active.get(e.page_id, "")) for e in evidences]
         stored = self.chroma.get_embeddings(ids) if ids else {}
         missing = [i for i, rid in enumerate(ids) if rid not in stored]
-        fresh = self.embedder.embed([evidences[i].context_text for i in missing]) if missing else None
+        fresh = (
+            self.embedder.embed([evidences[i].context_text[: self.embed_chars] for i in missing])
+            if missing
+            else None
+        )
         out = np.zeros((len(evidences), self.embedder.dim), dtype=np.float32)
         for i, rid in enumerate(ids):
             if rid in stored:
