@@ -39,7 +39,7 @@ class Element:
 
     kind: EvidenceKind
     text: str  # readable text; a row is already verbalized ("Row 2 in Table 1: Member is Alice, and ...")
-    heading: str = ""  # the closest heading above it ("" when none)
+    heading: str = ""  # the path of headings above it, "H2 > H3" ("" when none)
     table_no: int | None = None  # 1-based, for tables and rows
     row_no: int | None = None  # 1-based, for rows
     cells: tuple[tuple[str, str], ...] = ()  # (column header, value) pairs, for rows
@@ -69,7 +69,8 @@ class Evidence:
     def label(self) -> str:
         """A short human label: 'Page title (row 7)'."""
         if self.kind == "row" and self.row_no is not None:
-            return f"{self.page_title} (row {self.row_no})"
+            table = f"table {self.table_no}, " if self.table_no and self.table_no > 1 else ""
+            return f"{self.page_title} ({table}row {self.row_no})"
         return self.page_title
 
 
