@@ -1,0 +1,95 @@
+"""The answering pipeline, as in the paper: complete the question, retrieve, answer, and on request explain.
+
+Conversation in, cited answer out; every step is kept in a trace a user can open.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from threadwise.core.answering import Answer, Answerer
+from threadwise.core.completion import Completion, PastTurn, QuestionCompleter
+from threadwise.core.page import Evidence
+from threadwise.core.retrieval import Retrieval, Retriever
+
+
+@dataclass(frozen=True)
+class TurnResult:
+    """One answered question with everything that led to it."""
+
+    question: str
+    completion: Completion
+    retrieval: Retrieval
+    answer: Answer
+    timings_ms: dict[str, float] = field(default_factory=dict)
+    config: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def sources(self) -> list[Evidence]:
+        """The evidences the answerer saw, numbered 1..k in this order."""
+        return self.retrieval.evidences
+
+    def trace(self) -> dict[str, Any]:
+        """Everything a user may inspect: completed question, each ranked list, prompts and raw completions."""
+        return {
+            "question": self.question,
+            "completed_question": self.completion.question,
+            "completion_method": self.completion.method,
+            "retrieval": {
+                "query": self.retrieval.query,
+                "lexical": [asdict(h) for h in self.retrieval.lexical[:20]],
+                "dense": [asdict(h) for h in self.retrieval.dense[:20]],
+                "fused": [asdict(h) for h in self.retrieval.fused[:20]],
+                "reranked": [asdict(h) for h in self.retrieval.reranked[:20]],
+            },
+            "llm_calls": [asdict(c) for c in (*self.completion.calls, *self.answer.calls)],
+            "answerer": self.answer.answerer,
+            "timings_ms": self.timings_ms,
+            "config": self.config,
+        }
+
+
+class Pipeline:
+    """Completion → retrieval → answer. Thread-safe as long as its parts are."""
+
+    def __init__(
+        self,
+        *,
+        completer: QuestionCompleter,
+        retriever: Retriever,
+        answerer: Answerer,
+        config: dict[str, Any] | None = None,
+    ) -> None:
+        self.completer = completer
+        self.retriever = retriever
+        self.answerer = answerer
+        self.config = config or {}
+
+    def ask(
+        self, question: str, history: Sequence[PastTurn] = (), spaces: Sequence[str] | None = None
+    ) -> TurnResult:
+        timings: dict[str, float] = {}
+        t = time.perf_counter()
+        completion = self.completer.complete(question, history)
+        timings["completion"] = (time.perf_counter() - t) * 1000
+
+        t = time.perf_counter()
+        retrieval = self.retriever.retrieve(completion.question, spaces)
+        timings["retrieval"] = (time.perf_counter() - t) * 1000
+        timings.update({f"retrieval.{k}": v for k, v in retrieval.timings_ms.items()})
+
+        t = time.perf_counter()
+        answer = self.answerer.answer(completion.question, retrieval.evidences)
+        timings["answer"] = (time.perf_counter() - t) * 1000
+        timings["total"] = sum(v for k, v in timings.items() if "." not in k)
+        return TurnResult(
+            question=question,
+            completion=completion,
+            retrieval=retrieval,
+            answer=answer,
+            timings_ms=timings,
+            config=self.config,
+        )
