@@ -1,0 +1,349 @@
+"""The platform-neutral conversation service: a question in a thread → an answer; Explain; feedback.
+
+Slack (and later Teams) are adapters over this. It never raises for a failing LLM or an empty index: the
+user always gets a reply that says what happened.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from threadwise.core.attribution import Explanation, explain, render_explanation
+from threadwise.core.completion import PastTurn
+from threadwise.core.index import EvidenceIndex
+from threadwise.core.page import Evidence
+from threadwise.core.pipeline import Pipeline, TurnResult
+from threadwise.core.protocols import ChatError
+from threadwise.db.conversations import ConversationStore, StoredTurn, ThreadKey
+
+log = logging.getLogger(__name__)
+
+EMPTY_INDEX = (
+    "I don't know anything yet: no Confluence space has been synced. "
+    "An admin can add one with `/threadwise add KEY` (or `threadwise spaces add KEY`)."
+)
+LLM_DOWN = "I couldn't reach the language model just now ({reason}). Please try again in a minute."
+FAILED = "Something went wrong while answering ({reason}). The error is logged; please try again."
+
+
+@dataclass(frozen=True)
+class SourceView:
+    number: int  # 1-based, as cited: [Source N]
+    evidence_id: str
+    page_id: str
+    title: str
+    url: str
+    space: str
+    kind: str
+    label: str
+    text: str
+    last_modified: str
+    cited: bool
+    scores: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class TurnView:
+    turn_id: int
+    conversation_id: int
+    question: str
+    completed_question: str
+    answer: str
+    not_found: bool
+    error: str | None
+    sources: list[SourceView]
+    cited: list[int]
+    follow_ups: list[str]
+    timings_ms: dict[str, float]
+
+    @property
+    def cited_sources(self) -> list[SourceView]:
+        """Cited sources first (in citation order), the user sees these before the rest."""
+        by_number = {s.number: s for s in self.sources}
+        return [by_number[n] for n in self.cited if n in by_number]
+
+
+@dataclass(frozen=True)
+class ExplainView:
+    turn_id: int
+    text: str
+    result: dict[str, Any]
+    cached: bool
+    error: str | None = None
+
+
+def _source_dicts(result: TurnResult) -> list[dict[str, Any]]:
+    r = result.retrieval
+    lex = {h.evidence_id: h for h in r.lexical}
+    den = {h.evidence_id: h for h in r.dense}
+    fin = {h.evidence_id: h for h in r.final}
+    out = []
+    for n, e in enumerate(r.evidences, start=1):
+        scores = {"final": fin[e.id].score if e.id in fin else 0.0}
+        if e.id in lex:
+            scores.update(lexical=lex[e.id].score, lexical_rank=lex[e.id].rank)
+        if e.id in den:
+            scores.update(dense=den[e.id].score, dense_rank=den[e.id].rank)
+        out.append(
+            {
+                "number": n,
+                "evidence_id": e.id,
+                "page_id": e.page_id,
+                "title": e.page_title,
+                "url": e.url,
+                "space": e.space,
+                "kind": e.kind,
+                "label": e.label,
+                "text": e.text,
+                "context_text": e.context_text,
+                "last_modified": e.last_modified,
+                "position": e.position,
+                "version": e.page_version,
+                "heading": e.heading,
+                "table_no": e.table_no,
+                "row_no": e.row_no,
+                "cells": [list(c) for c in e.cells],
+                "scores": scores,
+            }
+        )
+    return out
+
+
+def _evidence(d: dict[str, Any]) -> Evidence:
+    return Evidence(
+        id=d["evidence_id"],
+        page_id=d["page_id"],
+        space=d["space"],
+        page_title=d["title"],
+        url=d["url"],
+        page_version=int(d.get("version", 1)),
+        kind=d["kind"],
+        position=int(d.get("position", 0)),
+        text=d["text"],
+        context_text=d.get("context_text", d["text"]),
+        heading=d.get("heading", ""),
+        table_no=d.get("table_no"),
+        row_no=d.get("row_no"),
+        cells=tuple(tuple(c) for c in d.get("cells", [])),  # type: ignore[misc]
+        last_modified=d.get("last_modified", ""),
+    )
+
+
+def _view(turn: StoredTurn) -> TurnView:
+    cited = set(turn.cited)
+    sources = [
+        SourceView(
+            number=s["number"],
+            evidence_id=s["evidence_id"],
+            page_id=s["page_id"],
+            title=s["title"],
+            url=s["url"],
+            space=s["space"],
+            kind=s["kind"],
+            label=s["label"],
+            text=s["text"],
+            last_modified=s.get("last_modified", ""),
+            cited=s["number"] in cited,
+            scores=dict(s.get("scores", {})),
+        )
+        for s in turn.sources
+    ]
+    return TurnView(
+        turn_id=turn.id,
+        conversation_id=turn.conversation_id,
+        question=turn.question,
+        completed_question=turn.completed_question,
+        answer=turn.answer,
+        not_found=turn.not_found,
+        error=turn.error,
+        sources=sources,
+        cited=list(turn.cited),
+        follow_ups=list(turn.follow_ups),
+        timings_ms=dict(turn.timings),
+    )
+
+
+class ConversationService:
+    """Answers in threads, keeps their history, explains answers and records votes."""
+
+    def __init__(
+        self,
+        *,
+        pipeline: Pipeline,
+        store: ConversationStore,
+        index: EvidenceIndex,
+        counterfactual_answerer: Callable[[], Any] | None = None,
+        explain_workers: int = 8,
+    ) -> None:
+        self.pipeline = pipeline
+        self.store = store
+        self.index = index
+        self._counterfactual_answerer = counterfactual_answerer
+        self._explain_workers = explain_workers
+        self._explain_locks: dict[int, threading.Lock] = {}
+        self._locks_guard = threading.Lock()
+
+    # ----- asking -----
+    def ask(
+        self, key: ThreadKey, question: str, *, user: str = "", spaces: Sequence[str] | None = None
+    ) -> TurnView:
+        conversation_id = self.store.conversation_id(key, started_by=user)
+        assert conversation_id is not None
+        history = [
+            PastTurn(
+                question=t.question,
+                completed_question=t.completed_question,
+                answer=t.answer,
+                page_ids=tuple(dict.fromkeys(s["page_id"] for s in t.sources[:3])),
+            )
+            for t in self.store.turns(conversation_id)
+            if not t.error
+        ]
+        fields: dict[str, Any]
+        try:
+            if self.index.count() == 0:
+                raise _Reply(EMPTY_INDEX)
+            result = self.pipeline.ask(question, history, spaces)
+            fields = {
+                "completed_question": result.completion.question,
+                "answer": result.answer.text,
+                "not_found": result.answer.not_found,
+                "error": None,
+                "sources": _source_dicts(result),
+                "cited": list(result.answer.cited),
+                "follow_ups": list(result.answer.follow_ups),
+                "trace": result.trace(),
+                "timings": result.timings_ms,
+                "config": result.config,
+            }
+        except _Reply as reply:
+            fields = self._failed(question, str(reply), reason="empty index")
+        except ChatError as err:
+            log.warning("LLM failure while answering: %s", err)
+            fields = self._failed(question, LLM_DOWN.format(reason=str(err).rstrip(".")), reason=str(err))
+        except Exception as err:  # never leave a user without a reply
+            log.exception("answering failed")
+            fields = self._failed(question, FAILED.format(reason=type(err).__name__), reason=repr(err))
+        turn_id = self.store.add_turn(conversation_id, asked_by=user, question=question, **fields)
+        turn = self.store.turn(turn_id)
+        assert turn is not None
+        return _view(turn)
+
+    @staticmethod
+    def _failed(question: str, message: str, *, reason: str) -> dict[str, Any]:
+        return {
+            "completed_question": question,
+            "answer": message,
+            "not_found": True,
+            "error": reason,
+            "sources": [],
+            "cited": [],
+            "follow_ups": [],
+            "trace": {"question": question, "error": reason},
+            "timings": {},
+            "config": {},
+        }
+
+    def knows_thread(self, key: ThreadKey) -> bool:
+        """True when this thread is a conversation the bot has answered in."""
+        cid = self.store.conversation_id(key, create=False)
+        return cid is not None and bool(self.store.turns(cid))
+
+    def get_turn(self, turn_id: int) -> TurnView | None:
+        turn = self.store.turn(turn_id)
+        return _view(turn) if turn else None
+
+    def history(self, key: ThreadKey) -> list[TurnView]:
+        cid = self.store.conversation_id(key, create=False)
+        return [_view(t) for t in self.store.turns(cid)] if cid is not None else []
+
+    def set_message_ref(self, turn_id: int, ref: str) -> None:
+        self.store.set_message_ref(turn_id, ref)
+
+    # ----- explaining -----
+    def explain(self, turn_id: int) -> ExplainView:
+        """Counterfactual attribution of a turn's answer; computed once, then served from the store."""
+        with self._lock_for(turn_id):
+            cached = self.store.explanation(turn_id)
+            if cached is not None:
+                expl = Explanation.from_dict(cached)
+                return ExplainView(turn_id, render_explanation(expl), cached, cached=True)
+            turn = self.store.turn(turn_id)
+            if turn is None:
+                return ExplainView(
+                    turn_id, f"There is no answer {turn_id} to explain.", {}, False, "unknown turn"
+                )
+            if turn.error or not turn.sources:
+                return ExplainView(
+                    turn_id,
+                    "This answer used no sources, so there is nothing to attribute.",
+                    {},
+                    False,
+                    "no sources",
+                )
+            evidences = [_evidence(s) for s in turn.sources]
+            answerer = (
+                self._counterfactual_answerer() if self._counterfactual_answerer else self.pipeline.answerer
+            )
+            from threadwise.core.answering import Answer
+
+            answer = Answer(text=turn.answer, cited=tuple(turn.cited), not_found=turn.not_found)
+            try:
+                expl = explain(
+                    turn.completed_question,
+                    answer,
+                    evidences,
+                    answerer=answerer,
+                    embedder=self.index.embedder,
+                    evidence_embeddings=self.index.embeddings_of(evidences),
+                    max_workers=self._explain_workers,
+                )
+            except ChatError as err:
+                return ExplainView(turn_id, LLM_DOWN.format(reason=str(err).rstrip(".")), {}, False, str(err))
+            result = expl.to_dict()
+            self.store.save_explanation(turn_id, result)
+            return ExplainView(turn_id, render_explanation(expl), result, cached=False)
+
+    def _lock_for(self, turn_id: int) -> threading.Lock:
+        with self._locks_guard:
+            return self._explain_locks.setdefault(turn_id, threading.Lock())
+
+    # ----- trace and feedback -----
+    def trace(self, turn_id: int) -> dict[str, Any]:
+        turn = self.store.turn(turn_id)
+        if turn is None:
+            raise KeyError(f"no turn {turn_id}")
+        trace = dict(turn.trace)
+        trace["turn_id"] = turn.id
+        trace["sources"] = [
+            {k: s[k] for k in ("number", "label", "url", "kind", "scores")} for s in turn.sources
+        ]
+        trace["answer"] = turn.answer
+        explanation = self.store.explanation(turn_id)
+        if explanation is not None:
+            trace["counterfactual_answers"] = {
+                f"cluster {c['index']}": list(c["counterfactual_answers"]) for c in explanation["clusters"]
+            }
+        return trace
+
+    def trace_text(self, turn_id: int) -> str:
+        from threadwise.trace_render import render_trace
+
+        return render_trace(self.trace(turn_id))
+
+    def vote(self, turn_id: int, user: str, vote: str, comment: str | None = None) -> None:
+        self.store.vote(turn_id, user, vote, comment)
+
+    def comment(self, turn_id: int, user: str, text: str) -> None:
+        self.store.add_comment(turn_id, user, text)
+
+    def feedback_summary(self) -> dict[str, Any]:
+        return self.store.feedback_summary()
+
+
+class _Reply(Exception):
+    """A friendly reply instead of an answer (e.g. nothing indexed yet)."""
