@@ -1,0 +1,67 @@
+"""The `threadwise` command line: one argparse tree; each module adds its subcommands."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+from threadwise.settings import load_settings
+from threadwise.wiring import Threadwise
+
+# Each module has `register(subparsers, build)`; `build()` returns the composition root for the given options.
+COMMAND_MODULES = (
+    "threadwise.cli.qa_cmds",
+    "threadwise.cli.eval_cmd",
+    "threadwise.cli.admin_cmds",
+    "threadwise.cli.serve_cmds",
+)
+
+
+def make_parser() -> tuple[argparse.ArgumentParser, Callable[[], Threadwise]]:
+    parser = argparse.ArgumentParser(prog="threadwise", description=__doc__)
+    parser.add_argument(
+        "--data-dir", type=Path, help="data folder (SQLite, Chroma, BM25); env THREADWISE_DATA_DIR"
+    )
+    parser.add_argument("--config", type=Path, help="TOML config file; env THREADWISE_CONFIG")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log debug output")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    state: dict[str, object] = {}
+
+    def build() -> Threadwise:
+        """The composition root for the parsed options (built once)."""
+        if "app" not in state:
+            args = state["args"]
+            assert isinstance(args, argparse.Namespace)
+            settings = load_settings(config_file=args.config, data_dir=args.data_dir)
+            state["app"] = Threadwise(settings=settings)
+        app = state["app"]
+        assert isinstance(app, Threadwise)
+        return app
+
+    for name in COMMAND_MODULES:
+        importlib.import_module(name).register(sub, build)
+    parser.set_defaults(_state=state)
+    return parser, build
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser, _build = make_parser()
+    args = parser.parse_args(argv)
+    args._state["args"] = args
+    logging.basicConfig(
+        level=logging.DEBUG if args.verbose else logging.WARNING,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    for noisy in ("chromadb", "httpx", "urllib3", "sentence_transformers", "bm25s", "apscheduler"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+    try:
+        return int(args.func(args) or 0)
+    except KeyboardInterrupt:
+        return 130
+    except (ValueError, FileNotFoundError, PermissionError) as err:
+        print(f"threadwise: {err}", file=sys.stderr)
+        return 2

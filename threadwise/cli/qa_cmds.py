@@ -1,0 +1,216 @@
+"""`threadwise chat`, `ask`, `trace` and `index`: asking questions from a terminal or a script."""
+
+from __future__ import annotations
+
+import argparse
+import getpass
+import json
+import sys
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from threadwise.conversations import TurnView
+from threadwise.db.conversations import ThreadKey
+from threadwise.wiring import Threadwise, sample_wiki_dir
+
+Build = Callable[[], Threadwise]
+
+
+def register(sub: Any, build: Build) -> None:
+    p = sub.add_parser("chat", help="a conversation in the terminal (the sample wiki, or --docs DIR)")
+    p.add_argument(
+        "--docs",
+        type=Path,
+        help="a folder of page JSON files to chat with (default: the synced "
+        "index, or the sample wiki when nothing is synced)",
+    )
+    p.set_defaults(func=lambda a: chat(a, build))
+
+    p = sub.add_parser("ask", help="answer one question non-interactively")
+    p.add_argument("question")
+    p.add_argument("--thread", help="continue the conversation with this id")
+    p.add_argument("--docs", type=Path, help="answer from this folder of pages instead of the synced index")
+    p.add_argument("--json", action="store_true", help="print JSON for scripts")
+    p.set_defaults(func=lambda a: ask(a, build))
+
+    p = sub.add_parser("trace", help="print the trace of an answered turn")
+    p.add_argument("turn_id", type=int)
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=lambda a: trace(a, build))
+
+    p = sub.add_parser(
+        "index", help="index a folder of page JSON files into the synced index (no Confluence)"
+    )
+    p.add_argument("--docs", type=Path, required=True)
+    p.set_defaults(func=lambda a: index_folder(a, build))
+
+
+# ----- helpers -----
+def _progress_bar(label: str) -> Callable[[int, int], None]:
+    def show(done: int, total: int) -> None:
+        if not sys.stderr.isatty() and done not in (total,):
+            return
+        width = 30
+        filled = int(width * done / max(total, 1))
+        sys.stderr.write(f"\r{label} [{'█' * filled}{'·' * (width - filled)}] {done}/{total}")
+        if done >= total:
+            sys.stderr.write("\n")
+        sys.stderr.flush()
+
+    return show
+
+
+def use_docs(app: Threadwise, docs: Path | None) -> Threadwise:
+    """Point `app` at a local folder of pages (its own collection), indexing what changed; or at the synced
+    index, falling back to the sample wiki when nothing is synced yet."""
+    from threadwise.connectors.files import load_pages
+    from threadwise.core.indexing import index_pages
+
+    if docs is None and app.index.count() > 0:
+        return app
+    folder = docs or sample_wiki_dir()
+    if not folder.is_dir():
+        raise FileNotFoundError(f"{folder} is not a folder of pages")
+    name = (
+        "sample" if docs is None else "docs-" + uuid.uuid5(uuid.NAMESPACE_URL, str(folder.resolve())).hex[:12]
+    )
+    local = Threadwise(settings=app.settings, collection=name)
+    pages, failures = load_pages(folder)
+    if docs is None:
+        print(
+            f"Nothing synced from Confluence yet: using the sample wiki ({len(pages)} pages).",
+            file=sys.stderr,
+        )
+    local.embedder.warm_up()
+    report = index_pages(local.index, pages, progress=_progress_bar(f"Indexing {folder.name}"))
+    for f in [*failures, *report.failures]:
+        print(f"  skipped {f.title or f.page_id}: {f.reason}", file=sys.stderr)
+    return local
+
+
+def render_turn(view: TurnView) -> str:
+    lines = [view.answer, ""]
+    if view.completed_question and view.completed_question != view.question:
+        lines.insert(0, f"(understood as: {view.completed_question})\n")
+    cited = view.cited_sources
+    others = [s for s in view.sources if not s.cited]
+    if cited:
+        lines.append("Sources:")
+        for s in cited:
+            lines.append(f"  [{s.number}] {s.label} — {s.space} — {s.url}")
+            snippet = " ".join(s.text.split())
+            lines.append(f"      “{snippet[:200]}{'…' if len(snippet) > 200 else ''}”")
+    if others:
+        lines.append("Also retrieved: " + "; ".join(f"[{s.number}] {s.label}" for s in others[:5]))
+    lines.append(f"(turn {view.turn_id}; /explain, /trace, /new, /quit)")
+    return "\n".join(lines)
+
+
+# ----- commands -----
+def chat(args: argparse.Namespace, build: Build) -> int:
+    app = use_docs(build(), args.docs)
+    service = app.conversations
+    user = getpass.getuser()
+
+    def new_key() -> ThreadKey:
+        return ThreadKey("cli", "local", user, uuid.uuid4().hex[:12])
+
+    key = new_key()
+    last: TurnView | None = None
+    interactive = sys.stdin.isatty()
+    print("Ask a question about the wiki. Commands: /explain /trace /new /quit", file=sys.stderr)
+    while True:
+        try:
+            line = input("you> " if interactive else "")
+        except EOFError:
+            break
+        line = line.strip()
+        if not line:
+            continue
+        if not interactive:
+            print(f"you> {line}")
+        if line in ("/quit", "/exit"):
+            break
+        if line == "/new":
+            key, last = new_key(), None
+            print("— new conversation —")
+        elif line == "/explain":
+            if last is None:
+                print("Ask something first.")
+            else:
+                print("Explaining (regenerating the answer without each group of sources)…", file=sys.stderr)
+                print(service.explain(last.turn_id).text)
+        elif line == "/trace":
+            print(service.trace_text(last.turn_id) if last else "Ask something first.")
+        elif line.startswith("/"):
+            print("Commands: /explain /trace /new /quit")
+        else:
+            last = service.ask(key, line, user=user)
+            print("threadwise> " + render_turn(last))
+        print()
+    return 0
+
+
+def ask(args: argparse.Namespace, build: Build) -> int:
+    app = use_docs(build(), args.docs) if args.docs else build()
+    thread = args.thread or uuid.uuid4().hex[:12]
+    view = app.conversations.ask(
+        ThreadKey("cli", "local", "ask", thread), args.question, user=getpass.getuser()
+    )
+    if args.json:
+        source = ("page_id", "title", "url", "space", "kind", "label", "number")
+        print(
+            json.dumps(
+                {
+                    "turn_id": view.turn_id,
+                    "thread": thread,
+                    "question": view.question,
+                    "completed_question": view.completed_question,
+                    "answer": view.answer,
+                    "not_found": view.not_found,
+                    "error": view.error,
+                    "cited_sources": [{k: getattr(s, k) for k in source} for s in view.cited_sources],
+                    "sources": [{k: getattr(s, k) for k in source} for s in view.sources],
+                    "follow_ups": view.follow_ups,
+                    "timings_ms": view.timings_ms,
+                },
+                ensure_ascii=False,
+                indent=2,
+            )
+        )
+    else:
+        print(render_turn(view))
+        print(f"(continue with --thread {thread})")
+    return 1 if view.error else 0
+
+
+def trace(args: argparse.Namespace, build: Build) -> int:
+    service = build().conversations
+    try:
+        data = service.trace(args.turn_id)
+    except KeyError:
+        print(f"threadwise: there is no turn {args.turn_id}", file=sys.stderr)
+        return 1
+    print(json.dumps(data, ensure_ascii=False, indent=2) if args.json else service.trace_text(args.turn_id))
+    return 0
+
+
+def index_folder(args: argparse.Namespace, build: Build) -> int:
+    from threadwise.connectors.files import load_pages
+    from threadwise.core.indexing import index_pages
+
+    app = build()
+    pages, failures = load_pages(args.docs)
+    app.embedder.warm_up()
+    report = index_pages(
+        app.index, pages, remove_missing=False, progress=_progress_bar(f"Indexing {args.docs}")
+    )
+    for f in [*failures, *report.failures]:
+        print(f"skipped {f.title or f.page_id}: {f.reason}", file=sys.stderr)
+    print(
+        f"{report.pages} pages: {report.embedded} embedded, {report.unchanged} unchanged, "
+        f"{len(report.failures) + len(failures)} skipped, {report.seconds:.1f} s"
+    )
+    return 0

@@ -1,0 +1,243 @@
+"""Runs a benchmark: index a folder of pages (cached), then ask every question through the real pipeline."""
+
+from __future__ import annotations
+
+import re
+import statistics
+import time
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, cast
+
+from threadwise.core.answering import Answerer
+from threadwise.core.completion import PastTurn, QuestionCompleter
+from threadwise.core.contextualize import ContextParts
+from threadwise.core.index import EvidenceIndex
+from threadwise.core.indexing import IndexReport, index_pages
+from threadwise.core.page import Page
+from threadwise.core.protocols import Embedder, Reranker
+from threadwise.core.retrieval import Mode, RetrievalOptions, Retriever
+from threadwise.evaluation.dataset import QATurn, load_conversations, rank_of_gold, retrieval_scores
+
+Progress = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class EvalConfig:
+    docs: Path
+    qa: Path
+    questions: str = "completed"  # completed | conversational
+    lang: str = "en"
+    context: str = "ALL"  # NONE, TTL, HDR, BEF, AFT, ALL or a comma list
+    linearizer: str = "verbalized"
+    tables: str = "both"  # both | rows | tables
+    mode: str = "hybrid"  # hybrid | lexical | dense
+    answers: bool = False
+    explain: bool = False
+    limit: int | None = None  # first N conversations (quick runs)
+
+
+def collection_name(cfg: EvalConfig, embedder: Embedder) -> str:
+    """One eval collection per indexing configuration, so switching ablations never re-embeds twice."""
+    raw = f"eval-{embedder.name}-{cfg.context}-{cfg.linearizer}-{cfg.tables}"
+    return re.sub(r"[^a-zA-Z0-9_-]+", "_", raw)[:60]
+
+
+def build_eval_index(
+    cfg: EvalConfig, pages: Sequence[Page], *, embedder: Embedder, data_dir: Path, progress: Progress
+) -> tuple[EvidenceIndex, IndexReport]:
+    """Index the pages into the eval collection; unchanged pages are skipped (nothing embedded)."""
+    index = EvidenceIndex(
+        directory=data_dir / "eval-index", embedder=embedder, collection=collection_name(cfg, embedder)
+    )
+    report = index_pages(
+        index,
+        pages,
+        parts=ContextParts.from_name(cfg.context),
+        linearizer=cfg.linearizer,
+        index_tables=cfg.tables in ("both", "tables"),
+        index_rows=cfg.tables in ("both", "rows"),
+        progress=lambda done, total: (
+            progress(f"indexed {done}/{total} pages") if done % 20 == 0 or done == total else None
+        ),
+    )
+    return index, report
+
+
+def _percentile(values: Sequence[float], q: float) -> float:
+    if not values:
+        return 0.0
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
+
+
+def run_eval(
+    cfg: EvalConfig,
+    pages: Sequence[Page],
+    *,
+    embedder: Embedder,
+    completer: QuestionCompleter,
+    answerer: Answerer | None,
+    data_dir: Path,
+    reranker: Reranker | None = None,
+    progress: Progress = lambda _msg: None,
+) -> dict[str, Any]:
+    """Evaluate retrieval (and optionally answers and explanations); returns the JSON-able report."""
+    index, indexed = build_eval_index(cfg, pages, embedder=embedder, data_dir=data_dir, progress=progress)
+    retriever = Retriever(
+        index=index, embedder=embedder, reranker=reranker, options=RetrievalOptions(mode=cast(Mode, cfg.mode))
+    )  # type: ignore[arg-type]
+    conversations = load_conversations(cfg.qa, cfg.lang)[: cfg.limit]
+
+    ranks: list[int | None] = []
+    rows: list[tuple[QATurn, int | None]] = []
+    query_ms: list[float] = []
+    answer_ms: list[float] = []
+    predictions: list[tuple[QATurn, str]] = []
+    explain_rows: list[dict[str, Any]] = []
+    for conversation in conversations:
+        history: list[PastTurn] = []
+        for turn in conversation:
+            if cfg.questions == "completed":
+                query = turn.completed
+            else:
+                query = completer.complete(turn.question, history).question
+            t = time.perf_counter()
+            retrieval = retriever.retrieve(query)
+            query_ms.append((time.perf_counter() - t) * 1000)
+            pages_ranked = [e.page_id for e in retrieval.evidences]
+            rank = rank_of_gold(pages_ranked, turn.gold_pages)
+            ranks.append(rank)
+            rows.append((turn, rank))
+            answer_text = ""
+            if answerer is not None and (cfg.answers or cfg.explain):
+                t = time.perf_counter()
+                answer = answerer.answer(query, retrieval.evidences)
+                answer_ms.append((time.perf_counter() - t) * 1000)
+                answer_text = answer.text
+                predictions.append((turn, answer.text))
+                if cfg.explain and rank is not None:
+                    explain_rows.append(
+                        _explain_one(query, answer, retrieval.evidences, turn, answerer=answerer, index=index)
+                    )
+            history.append(
+                PastTurn(
+                    question=turn.question,
+                    completed_question=query,
+                    answer=answer_text,
+                    page_ids=tuple(dict.fromkeys(pages_ranked[:3])),
+                )
+            )
+        progress(f"conversation {conversation[0].conversation}: {len(ranks)} questions so far")
+
+    scores = retrieval_scores(ranks)
+    report: dict[str, Any] = {
+        "questions": scores.questions,
+        "p_at_1": round(scores.p_at_1, 4),
+        "hit_at_10": round(scores.hit_at_10, 4),
+        "mrr_at_10": round(scores.mrr_at_10, 4),
+        "by_source": _p1_by(rows, lambda t: t.source),
+        "by_type": _p1_by(rows, lambda t: t.qtype),
+        "by_turn": _p1_by(rows, lambda t: str(min(t.turn, 6)) if t.turn < 6 else "6+"),
+        "index_seconds": round(indexed.seconds, 2),
+        "pages": len(pages),
+        "pages_embedded": indexed.embedded,
+        "page_failures": [
+            {"page_id": f.page_id, "title": f.title, "reason": f.reason} for f in indexed.failures
+        ],
+        "evidences": index.count(),
+        "query_ms_p50": round(_percentile(query_ms, 0.5), 1),
+        "query_ms_p95": round(_percentile(query_ms, 0.95), 1),
+        "config": {
+            "questions": cfg.questions,
+            "lang": cfg.lang,
+            "context": cfg.context,
+            "linearizer": cfg.linearizer,
+            "tables": cfg.tables,
+            "mode": cfg.mode,
+            "embedder": embedder.name,
+            "reranker": getattr(reranker, "name", None),
+            "completer": getattr(completer, "name", type(completer).__name__),
+            "answerer": getattr(answerer, "name", None),
+        },
+    }
+    if predictions:
+        report.update(_answer_report(predictions, answer_ms))
+    if cfg.explain:
+        report.update(_explain_report(explain_rows))
+    return report
+
+
+def _p1_by(rows: Sequence[tuple[QATurn, int | None]], key: Callable[[QATurn], str]) -> dict[str, float]:
+    groups: dict[str, list[int | None]] = defaultdict(list)
+    for turn, rank in rows:
+        groups[key(turn) or "?"].append(rank)
+    return {k: round(retrieval_scores(v).p_at_1, 4) for k, v in sorted(groups.items())}
+
+
+def _answer_report(predictions: Sequence[tuple[QATurn, str]], answer_ms: Sequence[float]) -> dict[str, Any]:
+    from threadwise.core.answer_metrics import score_answers
+
+    s = score_answers([p for _, p in predictions], [t.answer for t, _ in predictions])
+    return {
+        "token_recall": round(s.token_recall, 4),
+        "token_f1": round(s.token_f1, 4),
+        "median_words": s.median_words,
+        "not_found_rate": round(s.not_found_rate, 4),
+        "answer_ms_p50": round(_percentile(answer_ms, 0.5), 1),
+        "answer_ms_p95": round(_percentile(answer_ms, 0.95), 1),
+    }
+
+
+def _explain_one(
+    query: str,
+    answer: Any,
+    evidences: Sequence[Any],
+    turn: QATurn,
+    *,
+    answerer: Answerer,
+    index: EvidenceIndex,
+) -> dict[str, Any]:
+    from threadwise.core.attribution import explain, explanation_accuracy, naive_accuracy
+
+    t = time.perf_counter()
+    expl = explain(
+        query,
+        answer,
+        evidences,
+        answerer=answerer,
+        embedder=index.embedder,
+        evidence_embeddings=index.embeddings_of(evidences),
+    )
+    ms = (time.perf_counter() - t) * 1000
+    return {
+        "source": turn.source,
+        "ok": explanation_accuracy(expl, turn.gold_pages),
+        "naive_ok": naive_accuracy(expl, turn.gold_pages),
+        "ms": ms,
+        "calls": expl.answer_calls,
+    }
+
+
+def _explain_report(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    n = len(rows)
+    by_source: dict[str, dict[str, float]] = {}
+    for source in sorted({r["source"] for r in rows}):
+        part = [r for r in rows if r["source"] == source]
+        by_source[source] = {
+            "n": len(part),
+            "attribution_accuracy": round(sum(r["ok"] for r in part) / len(part), 4),
+            "naive_accuracy": round(sum(r["naive_ok"] for r in part) / len(part), 4),
+        }
+    ms = [r["ms"] for r in rows]
+    return {
+        "attribution_accuracy": round(sum(r["ok"] for r in rows) / n, 4) if n else 0.0,
+        "naive_accuracy": round(sum(r["naive_ok"] for r in rows) / n, 4) if n else 0.0,
+        "attribution_n": n,
+        "attribution_by_source": by_source,
+        "explain_ms_p50": round(_percentile(ms, 0.5), 1),
+        "explain_ms_p95": round(_percentile(ms, 0.95), 1),
+        "explain_calls_mean": round(statistics.mean(r["calls"] for r in rows), 2) if rows else 0.0,
+    }

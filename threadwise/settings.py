@@ -1,0 +1,66 @@
+"""Settings from the environment and an optional TOML config file; read once, by the composition root.
+
+The config file (`--config FILE` or THREADWISE_CONFIG) is a flat TOML table using the same names as the
+environment, e.g. `SLACK_BOT_TOKEN = "xoxb-…"`; the environment wins over the file.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+def default_data_dir(env: Mapping[str, str]) -> Path:
+    """Per-user data folder: $XDG_DATA_HOME/threadwise or ~/.local/share/threadwise."""
+    base = env.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(base) / "threadwise"
+
+
+@dataclass(frozen=True)
+class Settings:
+    env: Mapping[str, str] = field(repr=False)  # the merged variables (file, then environment)
+    data_dir: Path
+    database_url: str
+    embedder: str  # use | minilm | bge-m3 | hashing
+    embedder_model: str | None  # BGE-M3 hub id or local directory
+    reranker_model: str | None  # bge-reranker hub id or local directory; None: no re-ranking
+    top_k: int
+
+    def get(self, name: str, default: str = "") -> str:
+        return self.env.get(name, default)
+
+    def flag(self, name: str, default: bool) -> bool:
+        value = self.env.get(name, "").strip().lower()
+        if not value:
+            return default
+        return value in ("1", "true", "yes", "on")
+
+
+def load_settings(
+    *, env: Mapping[str, str] | None = None, config_file: Path | None = None, data_dir: Path | None = None
+) -> Settings:
+    environ = dict(os.environ if env is None else env)
+    merged: dict[str, str] = {}
+    path = config_file or (Path(environ["THREADWISE_CONFIG"]) if environ.get("THREADWISE_CONFIG") else None)
+    if path is not None:
+        if not path.exists():
+            raise FileNotFoundError(f"config file {path} does not exist")
+        with path.open("rb") as fh:
+            merged.update({k: str(v) for k, v in tomllib.load(fh).items()})
+    merged.update(environ)
+    folder = data_dir or (Path(merged["THREADWISE_DATA_DIR"]) if merged.get("THREADWISE_DATA_DIR") else None)
+    folder = (folder or default_data_dir(merged)).expanduser()
+    embedder_model = merged.get("THREADWISE_EMBEDDER_MODEL") or None
+    embedder = merged.get("THREADWISE_EMBEDDER") or ("bge-m3" if embedder_model else "use")
+    return Settings(
+        env=merged,
+        data_dir=folder,
+        database_url=merged.get("THREADWISE_DATABASE_URL") or f"sqlite:///{folder / 'threadwise.sqlite'}",
+        embedder=embedder,
+        embedder_model=embedder_model,
+        reranker_model=merged.get("THREADWISE_RERANKER_MODEL") or None,
+        top_k=int(merged.get("THREADWISE_TOP_K", "10")),
+    )

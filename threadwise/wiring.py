@@ -1,0 +1,179 @@
+"""The composition root: reads the settings once and builds every part, each handed its collaborators.
+
+Everything is built lazily, on first use: `threadwise status` never loads an embedding model, and the
+Slack process loads it once, before the first question.
+"""
+
+from __future__ import annotations
+
+import logging
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+from threadwise.core.answering import Answerer
+from threadwise.core.completion import QuestionCompleter
+from threadwise.core.embedders import make_embedder
+from threadwise.core.history_completion import HistoryCompleter
+from threadwise.core.index import EvidenceIndex
+from threadwise.core.llm_settings import LLMSettings, llm_settings_from_env, make_chat
+from threadwise.core.pipeline import Pipeline
+from threadwise.core.protocols import Embedder, Reranker
+from threadwise.core.retrieval import RetrievalOptions, Retriever
+from threadwise.settings import Settings
+
+log = logging.getLogger(__name__)
+
+
+class Threadwise:
+    """All of Threadwise's parts for one data folder and one set of settings."""
+
+    def __init__(self, *, settings: Settings, collection: str = "evidence") -> None:
+        self.settings = settings
+        self.collection = collection
+
+    # ----- models -----
+    @cached_property
+    def llm(self) -> dict[str, LLMSettings] | None:
+        return llm_settings_from_env(self.settings.env)
+
+    @cached_property
+    def embedder(self) -> Embedder:
+        embedder: Embedder = make_embedder(self.settings.embedder, model_path=self.settings.embedder_model)
+        return embedder
+
+    @cached_property
+    def reranker(self) -> Reranker | None:
+        if not self.settings.reranker_model:
+            return None
+        from threadwise.core.rerank import FlagCrossEncoder
+
+        return FlagCrossEncoder(model=self.settings.reranker_model)
+
+    # ----- index and pipeline -----
+    @cached_property
+    def index(self) -> EvidenceIndex:
+        return EvidenceIndex(
+            directory=self.settings.data_dir / "index", embedder=self.embedder, collection=self.collection
+        )
+
+    @cached_property
+    def retriever(self) -> Retriever:
+        return Retriever(
+            index=self.index,
+            embedder=self.embedder,
+            reranker=self.reranker,
+            options=RetrievalOptions(top_k=self.settings.top_k),
+        )
+
+    @cached_property
+    def completer(self) -> QuestionCompleter:
+        offline = HistoryCompleter()
+        if self.llm is None:
+            return offline
+        from threadwise.core.completion import LLMCompleter
+
+        return LLMCompleter(chat=make_chat(self.llm["completion"]), fallback=offline)
+
+    def _llm_answerer(self, role: str, *, follow_ups: bool) -> Answerer:
+        from threadwise.core.llm_answer import LLMAnswerer
+
+        assert self.llm is not None
+        return LLMAnswerer(chat=make_chat(self.llm[role]), role=role, follow_ups=3 if follow_ups else 0)
+
+    @cached_property
+    def answerer(self) -> Answerer:
+        if self.llm is None:
+            from threadwise.core.extractive import ExtractiveAnswerer
+
+            return ExtractiveAnswerer(embedder=self.embedder)
+        return self._llm_answerer("answer", follow_ups=True)
+
+    @cached_property
+    def counterfactual_answerer(self) -> Answerer:
+        """Explain re-answers with evidence removed: a cheaper model may do it (paper: gpt-4o-mini)."""
+        if self.llm is None:
+            return self.answerer
+        return self._llm_answerer("counterfactual", follow_ups=False)
+
+    @cached_property
+    def pipeline(self) -> Pipeline:
+        config = {
+            "embedder": self.embedder.name,
+            "reranker": getattr(self.reranker, "name", None),
+            "completer": getattr(self.completer, "name", ""),
+            "answerer": getattr(self.answerer, "name", ""),
+            "top_k": self.settings.top_k,
+        }
+        return Pipeline(
+            completer=self.completer, retriever=self.retriever, answerer=self.answerer, config=config
+        )
+
+    def warm_up(self) -> None:
+        """Load models now rather than in the first user's request."""
+        self.embedder.warm_up()
+        if self.reranker is not None:
+            self.reranker.warm_up()
+
+    # ----- state -----
+    @cached_property
+    def sessions(self) -> Any:
+        from threadwise.db.base import make_engine, make_sessions, upgrade
+
+        self.settings.data_dir.mkdir(parents=True, exist_ok=True)
+        engine = make_engine(self.settings.database_url)
+        upgrade(engine)
+        return make_sessions(engine)
+
+    @cached_property
+    def store(self) -> Any:
+        from threadwise.db.conversations import ConversationStore
+
+        return ConversationStore(sessions=self.sessions)
+
+    @cached_property
+    def conversations(self) -> Any:
+        from threadwise.conversations import ConversationService
+
+        return ConversationService(
+            pipeline=self.pipeline,
+            store=self.store,
+            index=self.index,
+            counterfactual_answerer=lambda: self.counterfactual_answerer,
+        )
+
+    # ----- Confluence, sync, admin -----
+    @cached_property
+    def confluence(self) -> Any:
+        from threadwise.connectors.confluence import ConfluenceClient, ConfluenceSettings
+
+        settings = ConfluenceSettings.from_env(self.settings.env)
+        return ConfluenceClient(settings=settings) if settings is not None else None
+
+    @cached_property
+    def syncer(self) -> Any:
+        from threadwise.sync.sync import SpaceSyncer
+
+        return SpaceSyncer(
+            client=self.confluence, index=self.index, sessions=self.sessions, lock_dir=self.settings.data_dir
+        )
+
+    @cached_property
+    def admin(self) -> Any:
+        from threadwise.sync.admin import AdminService
+
+        return AdminService(
+            client=self.confluence, syncer=self.syncer, index=self.index, sessions=self.sessions
+        )
+
+    @cached_property
+    def scheduler(self) -> Any:
+        from threadwise.sync.scheduler import SyncScheduler
+
+        minutes = float(self.settings.get("THREADWISE_SYNC_INTERVAL_MINUTES", "30"))
+        return SyncScheduler(admin=self.admin, interval_minutes=minutes)
+
+
+def sample_wiki_dir() -> Path:
+    """The small sample wiki that ships with the package (the quick start indexes it)."""
+    return Path(__file__).resolve().parent / "sample_wiki"
