@@ -141,6 +141,8 @@ class SlackBot:
         self.workers = TrackedPool(
             max_workers=settings.answer_workers, name="threadwise-answer", activity=self.activity
         )
+        bolt_log = logging.getLogger("threadwise.bolt")
+        bolt_log.addFilter(_quiet_token_note)
         self.app = App(
             client=self.client,
             signing_secret=settings.signing_secret,
@@ -148,7 +150,7 @@ class SlackBot:
             request_verification_enabled=request_verification,
             process_before_response=False,
             listener_executor=self.listeners,
-            logger=logging.getLogger("threadwise.bolt"),
+            logger=bolt_log,
             name="threadwise",
         )
         from threadwise.bot.slack_actions import register_actions
@@ -333,6 +335,11 @@ class SlackBot:
             self.client.chat_postEphemeral(channel=channel, user=user, thread_ts=thread_ts, **message)
         except SlackApiError as err:
             log.warning("chat.postEphemeral to %s failed: %s", user, _why(err))
+
+
+def _quiet_token_note(record: logging.LogRecord) -> bool:
+    """Drop Bolt's note that SLACK_BOT_TOKEN (which it reads from the environment itself) yields to our client."""
+    return "`token` will be unused" not in record.getMessage()
 
 
 def _why(err: SlackApiError) -> str:

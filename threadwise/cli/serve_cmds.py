@@ -44,13 +44,11 @@ def _serve(tw: Threadwise, args: argparse.Namespace) -> int:
 
     settings = SlackSettings.from_env(tw.settings.env)
     bot = build_slack_bot(conversations=tw.conversations, admin=tw.admin, settings=settings)
-    serve(
-        bot,
-        http_port=args.http,
-        host=args.host,
-        scheduler=None if args.no_sync else tw.scheduler,
-        warm_up=tw.warm_up,
-    )
+    scheduler = None if args.no_sync else tw.scheduler
+    if scheduler is not None and tw.confluence is None:
+        print("Confluence is not configured: no scheduled sync; answering from what is indexed.", flush=True)
+        scheduler = None
+    serve(bot, http_port=args.http, host=args.host, scheduler=scheduler, warm_up=tw.warm_up)
     return 0
 
 
