@@ -14,7 +14,8 @@ class Embedder(Protocol):
 
     name: str
     dim: int
-    max_tokens: int  # texts longer than this are truncated by the model: the caller keeps the important part first
+    # texts longer than this are truncated by the model: the caller keeps the important part first
+    max_tokens: int
 
     def warm_up(self) -> None: ...
 
@@ -39,7 +40,9 @@ class ChatModel(Protocol):
 
     name: str
 
-    def chat(self, messages: list[dict[str, str]], *, temperature: float = 0.0, max_tokens: int | None = None) -> str: ...
+    def chat(
+        self, messages: list[dict[str, str]], *, temperature: float = 0.0, max_tokens: int | None = None
+    ) -> str: ...
 
 
 class ChatError(RuntimeError):
