@@ -12,9 +12,13 @@ out-of-scope sentence instead, in the question's language.
 from __future__ import annotations
 
 import re
+import threading
+from collections import OrderedDict
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
+
+import numpy as np
 
 from threadwise.core.answering import NOT_FOUND, NOT_FOUND_DE, Answer
 from threadwise.core.page import Evidence
@@ -277,8 +281,8 @@ class ExtractiveAnswerer:
     - `type_bonus`: for a span holding what the wh-word asks for (a date for "when", a number for "how many").
     - `echo_penalty`: for spans that are questions or only repeat the question's terms.
     - `max_cells`: a row shows its identifying cells plus at most this many asked-about cells.
-    - `max_candidates` / `max_per_evidence`: caps on the spans embedded per call (latency); an evidence with
-      more spans keeps those with most lexical overlap.
+    - `max_candidates` / `max_per_evidence` / `max_embed_words`: caps on what one call embeds (latency): an
+      evidence with more spans keeps those with most lexical overlap; a long span is embedded by its start.
     """
 
     embedder: Embedder
@@ -293,10 +297,14 @@ class ExtractiveAnswerer:
     max_span_words: int = 45
     max_answer_words: int = 45
     max_cells: int = 3
-    max_candidates: int = 36
-    max_per_evidence: int = 16
+    max_candidates: int = 24
+    max_embed_words: int = 30
+    max_per_evidence: int = 8
+    cache_size: int = 4096  # span embeddings kept for reuse
     name: str = "extractive"
     deterministic: bool = True
+    _cache: OrderedDict[str, np.ndarray] = field(default_factory=OrderedDict, init=False, repr=False)
+    _cache_lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
 
     def warm_up(self) -> None:
         self.embedder.warm_up()
@@ -307,6 +315,21 @@ class ExtractiveAnswerer:
             return not_found_answer(question, answerer=self.name)
         chosen = [self._complete_intro(s, ranked) for s in self._combine(ranked)]
         return _render(chosen, answerer=self.name)
+
+    def _embed(self, texts: list[str]) -> np.ndarray:
+        """Embed texts in one batch call, reusing recent vectors: Explain re-answers the same question over
+        subsets of the same evidences, so its counterfactual runs mostly hit the cache."""
+        with self._cache_lock:
+            known = {t: self._cache[t] for t in texts if t in self._cache}
+        missing = [t for t in texts if t not in known]
+        if missing:
+            fresh = dict(zip(missing, self.embedder.embed(missing), strict=True))
+            with self._cache_lock:
+                self._cache.update(fresh)
+                while len(self._cache) > self.cache_size:
+                    self._cache.popitem(last=False)
+            known.update(fresh)
+        return np.stack([known[t] for t in texts])
 
     def _candidates(self, terms: dict[str, float], evidences: Sequence[Evidence]) -> list[Span]:
         """Spans of the top evidences in rank order, capped so that embedding them stays fast."""
@@ -328,14 +351,16 @@ class ExtractiveAnswerer:
             return []
         # one batch: the question, every span, and each distinct table header (rows of a table share them)
         headers = sorted({h for s in spans for h, _ in s.cells if h})
-        texts = list(dict.fromkeys([question, *(_clip(s.text, 40) for s in spans), *headers]))
-        vectors = self.embedder.embed(texts)
+        texts = list(
+            dict.fromkeys([question, *(_clip(s.text, self.max_embed_words) for s in spans), *headers])
+        )
+        vectors = self._embed(texts)
         cosine = dict(zip(texts, (vectors @ vectors[0]).tolist(), strict=True))
 
         scored = []
         for span in spans:
             score = (
-                cosine[_clip(span.text, 40)]
+                cosine[_clip(span.text, self.max_embed_words)]
                 + self.lexical_weight * lexical_overlap(terms, span.text)
                 - self.rank_penalty * span.source
                 - (self.echo_penalty if _echoes(terms, span.text) else 0.0)
