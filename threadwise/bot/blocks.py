@@ -14,7 +14,7 @@ from typing import Any
 
 from threadwise.bot.mrkdwn import escape, link, markdown_to_mrkdwn, slack_date, split_mrkdwn, truncate
 from threadwise.conversations import ExplainView, SourceView, TurnView
-from threadwise.core.attribution import Explanation, share_bar
+from threadwise.core.attribution import ClusterAttribution, Explanation, share_bar
 from threadwise.core.citations import rewrite_citations, strip_citations
 
 Message = dict[str, Any]
@@ -224,43 +224,44 @@ def notice_message(text: str) -> Message:
 # -- Explain -----------------------------------------------------------------------------------------------
 
 
+WHY = (
+    "*Why this answer?* Each group of similar sources was removed in turn and the question answered again; "
+    "the more the answer changed, the larger the group's share."
+)
+MAX_CLUSTERS_SHOWN = 40
+MAX_SOURCES_PER_CLUSTER = 8
+
+
+def cluster_line(cluster: ClusterAttribution) -> str:
+    """ "`██████▊` *67%*  <url|Page (row 7)> [1], <url|Other page> [4]"."""
+    shown = cluster.sources[:MAX_SOURCES_PER_CLUSTER]
+    sources = ", ".join(f"{link(s.url, truncate(s.label, 150))} [{s.position}]" for s in shown)
+    if len(cluster.sources) > len(shown):
+        sources += f" and {len(cluster.sources) - len(shown)} more"
+    if cluster.scored:
+        head = f"`{share_bar(cluster.share):<10}` *{cluster.share * 100:.0f}%*"
+    else:
+        head = f"_not scored{': ' + escape(truncate(cluster.error, 200)) if cluster.error else ''}_"
+    return f"{head}  {sources}"
+
+
 def explanation_message(view: ExplainView) -> Message:
     """The attribution as its own thread message: one line per cluster, largest share first."""
     if view.error or not view.result:
-        text = f":information_source: {escape(view.text)}"
-        return {"text": view.text, "blocks": [section(text)]}
+        return {"text": view.text, "blocks": [section(f":information_source: {escape(view.text)}")]}
     expl = Explanation.from_dict(view.result)
-    blocks = [
-        section(
-            "*Why this answer?* Each group of similar sources was removed in turn and the question answered again; the more the answer changed, the larger the group's share."
-        )
-    ]
+    ordered = sorted(expl.clusters, key=lambda c: (not c.scored, -c.share, c.index))
+    blocks = [section(WHY)]
     if expl.note:
         blocks.append(context(escape(expl.note)))
-    ordered = sorted(expl.clusters, key=lambda c: (not c.scored, -c.share, c.index))
-    shown = ordered[:40]
-    for c in shown:
-        sources = ", ".join(f"{link(s.url, s.label)} [{s.position}]" for s in c.sources[:8])
-        if len(c.sources) > 8:
-            sources += f" and {len(c.sources) - 8} more"
-        if c.scored:
-            head = f"`{share_bar(c.share):<10}` *{c.share * 100:.0f}%*"
-        else:
-            head = f"_not scored{': ' + escape(c.error) if c.error else ''}_"
-        blocks.append(section(truncate(f"{head}  {sources}", 2900)))
-    if len(ordered) > len(shown):
-        blocks.append(context(f"… and {len(ordered) - len(shown)} smaller groups"))
+    blocks += [section(cluster_line(c)) for c in ordered[:MAX_CLUSTERS_SHOWN]]
+    if len(ordered) > MAX_CLUSTERS_SHOWN:
+        blocks.append(context(f"… and {len(ordered) - MAX_CLUSTERS_SHOWN} smaller groups"))
     seconds = expl.timings_ms.get("total", 0.0) / 1000
     footer = f"{expl.answer_calls} answer calls · {seconds:.1f} s"
-    if view.cached:
-        footer += " · computed earlier"
-    blocks.append(context(footer))
-    top = ordered[0] if ordered else None
-    summary = (
-        f"Explanation: {top.share * 100:.0f}% from {top.sources[0].label}"
-        if top and top.sources
-        else "Explanation"
-    )
+    blocks.append(context(footer + (" · computed earlier" if view.cached else "")))
+    top = ordered[0] if ordered and ordered[0].sources else None
+    summary = f"Explanation: {top.share * 100:.0f}% from {top.sources[0].label}" if top else "Explanation"
     return {"text": summary, "blocks": blocks}
 
 
@@ -272,24 +273,26 @@ def _modal(title: str, blocks: list[Block], **extra: Any) -> dict[str, Any]:
         "type": "modal",
         "title": _text(truncate(title, 24), kind="plain_text"),
         "close": _text("Close", kind="plain_text"),
-        "blocks": blocks[:MAX_MODAL_BLOCKS] or [section(" ")],
+        "blocks": blocks[:MAX_MODAL_BLOCKS] or [section("_(nothing to show)_")],
     }
     view.update(extra)
     return view
 
 
-def _code_sections(text: str, budget: int) -> list[Block]:
+def _code_sections(text: str, budget: int, *, rest: str) -> list[Block]:
+    """`text` as preformatted sections, at most `budget` of them; the last says where the rest is if cut."""
     pieces = split_mrkdwn(escape(text.replace("```", "'''")), limit=2900)
     blocks = [section(f"```{p}```") for p in pieces[:budget]]
     if len(pieces) > budget:
-        blocks[-1] = section("_(cut: the rest is in `threadwise trace` on the server)_")
+        blocks[-1] = section(f"_(cut here: {rest})_")
     return blocks
 
 
 def trace_modal(turn_id: int, trace_text: str) -> dict[str, Any]:
     """Behind the scenes: the completed question, ranked evidences with their scores, timings."""
     intro = context(f"Answer {turn_id}: how it was found. Only you can see this.")
-    return _modal("Behind the scenes", [intro, *_code_sections(trace_text, MAX_MODAL_BLOCKS - 1)])
+    rest = f"`threadwise trace {turn_id}` on the server shows all of it"
+    return _modal("Behind the scenes", [intro, *_code_sections(trace_text, MAX_MODAL_BLOCKS - 1, rest=rest)])
 
 
 def full_answer_modal(turn: TurnView) -> dict[str, Any]:

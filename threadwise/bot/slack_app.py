@@ -243,9 +243,8 @@ class SlackBot:
         self.client.views_publish(user_id=user, view=view)
 
     def on_error(self, error: Exception, body: dict[str, Any]) -> None:
-        log.error(
-            "Slack listener failed on %s: %r", body.get("type") or body.get("event", {}).get("type"), error
-        )
+        kind = body.get("type") or (body.get("event") or {}).get("type")
+        log.error("Slack listener failed on %s", kind, exc_info=error)
 
     def claim(self, key: str) -> bool:
         """True the first time `key` is claimed (in this or any process sharing the database), then False.
