@@ -118,7 +118,7 @@ class Parts:
 
 def run_cli(env: SyncEnv, *argv: str) -> int:
     parser = argparse.ArgumentParser(prog="threadwise")
-    admin_cmds.register(parser.add_subparsers(dest="command", required=True), lambda args: Parts(env.admin))
+    admin_cmds.register(parser.add_subparsers(dest="command", required=True), lambda: Parts(env.admin))
     args = parser.parse_args(argv)
     return int(args.func(args))
 

@@ -244,3 +244,14 @@ def test_an_unreachable_or_unknown_space_fails_without_touching_the_index(
     assert len(env.index.page_states("DOCS")) == 10
     missing = env.syncer.sync(SpaceScope.of("GONE"))
     assert missing.status == "failed" and "does not exist" in missing.error
+
+
+def test_a_vanished_parent_page_fails_the_run_instead_of_emptying_the_scope(
+    env: SyncEnv, fake: FakeConfluence
+) -> None:
+    team = SpaceScope.of("DOCS", parent_id="110")
+    assert env.syncer.sync(team).counts.added == 4
+    fake.delete_page("110")
+    report = env.syncer.sync(team)
+    assert report.status == "failed" and "parent page 110" in report.error
+    assert len(env.index.page_states("DOCS")) == 4

@@ -447,8 +447,9 @@ def _page_from_doc(doc: dict[str, Any], path: Path) -> FakePage:
         body = path.with_suffix(".xml").read_text(encoding="utf-8")
     when = doc.get("last_modified") or doc.get("date") or "2024-11-15"
     modified = datetime.fromisoformat(str(when).replace("Z", "+00:00"))
+    url_id = re.search(r"/pages/(\d+)", str(doc.get("url", "")))  # Confluence ids are numbers, as in the URL
     return FakePage(
-        id=str(doc.get("id", path.stem)),
+        id=url_id.group(1) if url_id else str(doc.get("id", path.stem)),
         space=str(doc.get("space", "DOCS")),
         title=str(doc["title"]),
         body=body or "",

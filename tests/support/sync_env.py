@@ -40,6 +40,7 @@ class SyncEnv:
 def make_env(
     data_dir: Path, confluence_url: str, *, embedder: Embedder | None = None, **client: Any
 ) -> SyncEnv:
+    data_dir.mkdir(parents=True, exist_ok=True)
     engine = make_engine(f"sqlite:///{data_dir / 'threadwise.sqlite'}")
     upgrade(engine)
     sessions = make_sessions(engine)

@@ -1,7 +1,7 @@
 """`threadwise spaces|sync|status`: the admin commands, a thin layer over `AdminService`.
 
-`register(subparsers, build)` adds them to the main parser; each sets `func(args) -> exit code`. `build(args)`
-is the composition root's factory: it returns an object whose `admin` attribute is the AdminService.
+`register(subparsers, build)` adds them to the main parser; each sets `func(args) -> exit code`. `build()` is
+the composition root's factory: it returns an object whose `admin` attribute is the AdminService.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ class HasAdmin(Protocol):
     admin: AdminService
 
 
-Build = Callable[[argparse.Namespace], HasAdmin]
+Build = Callable[[], HasAdmin]
 
 
 def register(subparsers: Any, build: Build) -> None:
@@ -29,7 +29,7 @@ def register(subparsers: Any, build: Build) -> None:
     ) -> Callable[[argparse.Namespace], int]:
         def run(args: argparse.Namespace) -> int:
             try:
-                return handler(build(args).admin, args)
+                return handler(build().admin, args)
             except AdminError as e:
                 print(f"error: {e}", file=sys.stderr)
                 return 1

@@ -100,18 +100,22 @@ class SyncStore:
             s.execute(delete(SpaceSyncStateRow).where(SpaceSyncStateRow.space == space))
 
     # ----- runs -----
-    def start_run(self, space: str, *, full: bool, trigger: str) -> int:
-        """Record a new run; runs of this space still marked running are dead (the caller holds the lock)."""
+    def start_run(self, space: str, *, full: bool, trigger: str) -> tuple[int, bool]:
+        """Record a new run; returns its id and whether an earlier run of the space died midway.
+
+        Runs of this space still marked running are dead: the caller holds the space's lock.
+        """
         with self.sessions() as s, s.begin():
-            for stale in s.scalars(
+            stale_runs = s.scalars(
                 select(SyncRunRow).where(SyncRunRow.space == space, SyncRunRow.status == "running")
-            ):
+            ).all()
+            for stale in stale_runs:
                 stale.status = "interrupted"
                 stale.error = "the process stopped before this run finished (killed or crashed)"
             row = SyncRunRow(space=space, full=full, trigger=trigger, started_at=utcnow(), status="running")
             s.add(row)
             s.flush()
-            return row.id
+            return row.id, bool(stale_runs)
 
     def finish_run(
         self,

@@ -126,9 +126,10 @@ class SpaceSyncer:
     # ----- one run -----
     def _sync_locked(self, scope: SpaceScope, *, full: bool, trigger: str) -> SyncReport:
         space = scope.space
-        run_id = self.store.start_run(space, full=full, trigger=trigger)
+        run_id, after_crash = self.store.start_run(space, full=full, trigger=trigger)
         started = utcnow()
         run = _Run(space=space)
+        finished = False
         try:
             self._run(scope, full=full, started=started, run=run)
         except ConfluenceError as e:
@@ -140,8 +141,10 @@ class SpaceSyncer:
             raise
         else:
             status, error = ("partial" if run.failures else "ok"), ""
+            finished = True
         finally:
-            self.index.flush()
+            if run.changed or after_crash or not finished:  # sweep leftovers, refresh BM25; a no-op otherwise
+                self.index.flush()
         duration = self.store.finish_run(
             run_id, status=status, counts=run.counts(), failures=run.failures, error=error or None
         )
@@ -167,7 +170,13 @@ class SpaceSyncer:
                 f"space {space} does not exist in Confluence, or the credentials cannot see it; "
                 f"remove it with `threadwise spaces remove {space}` if it is gone"
             )
-        listing = {ref.id: ref for ref in client.list_pages(space) if scope.includes(ref)}
+        pages = client.list_pages(space)
+        if scope.parent_id is not None and scope.parent_id not in {ref.id for ref in pages}:
+            raise ConfluenceError(
+                f"the parent page {scope.parent_id} of space {space}'s scope is gone (deleted or moved); "
+                f"nothing was removed: change the scope with `threadwise spaces add {space} --parent ID`"
+            )
+        listing = {ref.id: ref for ref in pages if scope.includes(ref)}
         run.pages = len(listing)
         indexed = self.index.page_states(space)
         records = self.store.page_records(space)
@@ -208,7 +217,9 @@ class SpaceSyncer:
         wanted = {pid for pid in listing if pid not in indexed}
         modified = client.pages_modified_since(scope.space, state.cursor, overlap=self.overlap)
         wanted |= {
-            r.id for r in modified if r.id in listing and r.version != indexed.get(r.id, _NO_STATE).version
+            r.id
+            for r in modified
+            if r.id in indexed and r.id in listing and r.version != indexed[r.id].version
         }
         for pid, ref in listing.items():
             record = records.get(pid)
@@ -274,13 +285,14 @@ class _Run:
     def __post_init__(self) -> None:
         self.failures: list[PageFailure] = []
 
+    @property
+    def changed(self) -> bool:
+        return bool(self.added or self.updated or self.deleted)
+
     def counts(self) -> RunCounts:
         failed = len(self.failures)
         unchanged = max(0, self.pages - self.added - self.updated - failed)
         return RunCounts(self.pages, self.added, self.updated, self.deleted, unchanged, failed)
-
-
-_NO_STATE = PageState(page_id="", space="", version=-1, content_hash="", title="", evidence_count=0)
 
 
 def _breadcrumb(ancestors: Sequence[str]) -> str:
