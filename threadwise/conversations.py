@@ -304,9 +304,9 @@ class ConversationService:
                 )
             except ChatError as err:
                 return ExplainView(turn_id, LLM_DOWN.format(reason=str(err).rstrip(".")), {}, False, str(err))
-            result = expl.to_dict()
-            self.store.save_explanation(turn_id, result)
-            return ExplainView(turn_id, render_explanation(expl), result, cached=False)
+            self.store.save_explanation(turn_id, expl.to_dict())
+            stored = self.store.explanation(turn_id)  # as JSON, the same shape a later (cached) call returns
+            return ExplainView(turn_id, render_explanation(expl), stored or {}, cached=False)
 
     def _lock_for(self, turn_id: int) -> threading.Lock:
         with self._locks_guard:
