@@ -216,6 +216,7 @@ def test_follow_up_without_mention_only_in_threads_the_bot_answered(run: Running
     message(run, "<@U2> can you check this?", thread_ts=thread)  # people talking to each other
     message(run, "how many vacation days do I get?", thread_ts=new_ts())  # a thread the bot is not in
     message(run, "how many vacation days do I get?")  # a channel message without a mention
+    message(run, "", thread_ts=thread, subtype="file_share")  # a file shared without a word
     run.bot.wait_idle()
     assert len(run.slack.calls) == calls
 
@@ -366,6 +367,14 @@ def test_a_vanished_placeholder_still_gets_the_answer(run: Running) -> None:
     ts = mention(run)
     answer = wait_answers(run, "C1", ts)[0]
     assert "IT portal" in text_of(answer)
+
+
+def test_rate_limits_are_waited_out(run: Running) -> None:
+    run.slack.fail("chat.update", "ratelimited", times=2)  # HTTP 429 with Retry-After, twice
+    ts = mention(run)
+    answer = wait_answers(run, "C1", ts)[0]
+    assert [c.ok for c in run.slack.calls_to("chat.update")] == [False, False, True]
+    assert len(run.slack.calls_to("chat.postMessage")) == 1 and "IT portal" in text_of(answer)
 
 
 def test_not_found_is_said_plainly(run: Running) -> None:

@@ -196,7 +196,7 @@ class FakeSlack:
             return {"ok": False, "error": "invalid_auth"}
         faults = self._faults.get(method)
         if faults:
-            return {"ok": False, "error": faults.pop(0)}
+            return {"ok": False, "error": faults.pop(0)}  # "ratelimited" is sent as HTTP 429, like Slack
         problem = _block_problem(params)
         if problem:
             return {"ok": False, "error": "invalid_blocks", "response_metadata": {"messages": [problem]}}
@@ -336,11 +336,14 @@ class _Handler(BaseHTTPRequestHandler):
         else:
             self._send(404, {"ok": False, "error": "not_found"})
             return
-        self._send(200, self.fake.handle(method, params, token))
+        reply = self.fake.handle(method, params, token)
+        self._send(429 if reply.get("error") == "ratelimited" else 200, reply)
 
     def _send(self, status: int, payload: dict[str, Any]) -> None:
         data = json.dumps(payload).encode("utf-8")
         self.send_response(status)
+        if status == 429:
+            self.send_header("Retry-After", "0")
         self.send_header("Content-Type", "application/json; charset=utf-8")
         self.send_header("X-OAuth-Scopes", ",".join(sorted(self.fake.scopes)))
         self.send_header("Content-Length", str(len(data)))

@@ -23,6 +23,7 @@ from typing import Any
 from slack_bolt import App
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
+from slack_sdk.http_retry.builtin_handlers import RateLimitErrorRetryHandler
 
 from threadwise.bot import blocks
 from threadwise.bot.admin_commands import AdminCheck, AdminCommands
@@ -96,6 +97,13 @@ class SlackSettings:
         )
 
 
+def make_client(settings: SlackSettings) -> WebClient:
+    """The Web API client: Slack's base URL from the settings; waits out rate limits (HTTP 429, Retry-After)."""
+    client = WebClient(token=settings.bot_token, base_url=settings.api_url)
+    client.retry_handlers.append(RateLimitErrorRetryHandler(max_retry_count=3))
+    return client
+
+
 @dataclass(frozen=True)
 class Question:
     """One question to answer in a thread."""
@@ -126,7 +134,7 @@ class SlackBot:
         self.conversations = conversations
         self.admin = admin
         self.settings = settings
-        self.client = client or WebClient(token=settings.bot_token, base_url=settings.api_url)
+        self.client = client or make_client(settings)
         self.is_admin = AdminCheck(
             client=self.client,
             admin_user_ids=settings.admin_user_ids,
@@ -203,7 +211,7 @@ class SlackBot:
         if event.get("bot_id") or event.get("subtype") not in _ANSWERED_SUBTYPES:
             return
         question = self._question(body, event, context)
-        if question is None:
+        if question is None or not question.text:  # e.g. a file shared without a word: not a question
             return
         if event.get("channel_type") != "im":
             if not self.settings.follow_ups_without_mention or event.get("thread_ts") in (
