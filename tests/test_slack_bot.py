@@ -369,6 +369,21 @@ def test_a_vanished_placeholder_still_gets_the_answer(run: Running) -> None:
     assert "IT portal" in text_of(answer)
 
 
+def test_a_workspace_that_refuses_feedback_buttons_still_gets_answers(world: World) -> None:
+    with (
+        FakeSlack(unsupported_blocks=frozenset({"context_actions"})) as slack,
+        running_bot(world, slack) as run,
+    ):
+        ts = mention(run)
+        answer = wait_answers(run, "C1", ts)[0]
+        assert "IT portal" in text_of(answer) and not has_action(answer, "feedback")
+        press(run, answer, "explain")
+        run.slack.wait_for(lambda: any("Why this answer" in text_of(m) for m in slack.bot_messages("C1", ts)))
+        run.bot.wait_idle()
+        assert "Explained" in text_of(slack.message("C1", answer["ts"]) or {})
+        assert len(answers(slack, "C1", ts)) == 1
+
+
 def test_rate_limits_are_waited_out(run: Running) -> None:
     run.slack.fail("chat.update", "ratelimited", times=2)  # HTTP 429 with Retry-After, twice
     ts = mention(run)

@@ -64,6 +64,7 @@ class FakeSlack:
     bot_id: str = "BBOT"
     users: dict[str, dict[str, Any]] = field(default_factory=dict)  # user id -> fields (is_admin, ...)
     scopes: frozenset[str] = BOT_SCOPES  # the bot token's scopes, sent as X-OAuth-Scopes like Slack does
+    unsupported_blocks: frozenset[str] = frozenset()  # block types this "workspace" refuses (invalid_blocks)
     delay: float = 0.0  # seconds added to every call, to act like a real network
     host: str = "127.0.0.1"
     calls: list[SlackCall] = field(default_factory=list)
@@ -197,7 +198,7 @@ class FakeSlack:
         faults = self._faults.get(method)
         if faults:
             return {"ok": False, "error": faults.pop(0)}  # "ratelimited" is sent as HTTP 429, like Slack
-        problem = _block_problem(params)
+        problem = _block_problem(params, self.unsupported_blocks)
         if problem:
             return {"ok": False, "error": "invalid_blocks", "response_metadata": {"messages": [problem]}}
         handler = getattr(self, "_" + method.replace(".", "_"), None)
@@ -283,7 +284,7 @@ class FakeSlack:
         return {"ok": True}
 
 
-def _block_problem(params: dict[str, Any]) -> str:
+def _block_problem(params: dict[str, Any], unsupported: frozenset[str]) -> str:
     """Why Slack would refuse these blocks or this view ("" when it would accept them)."""
     try:
         if "blocks" in params:
@@ -291,6 +292,8 @@ def _block_problem(params: dict[str, Any]) -> str:
             if len(blocks) > MAX_MESSAGE_BLOCKS:
                 return f"a message may hold at most {MAX_MESSAGE_BLOCKS} blocks, got {len(blocks)}"
             for raw in blocks:
+                if raw.get("type") in unsupported:
+                    return f"unsupported block type {raw.get('type')!r}"
                 block = Block.parse(raw)
                 if block is None:
                     return f"unknown block type {raw.get('type')!r}"

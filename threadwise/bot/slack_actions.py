@@ -18,6 +18,7 @@ from slack_sdk.errors import SlackApiError
 
 from threadwise.bot import blocks
 from threadwise.bot.admin_commands import HELP, is_instant
+from threadwise.conversations import TurnView
 from threadwise.trace_render import render_trace
 
 if TYPE_CHECKING:
@@ -113,9 +114,7 @@ def _explain(bot: SlackBot, ack: Any, body: dict[str, Any], action: dict[str, An
     if turn is None or not where.complete:
         log.info("ignored an Explain press without a known answer: %s", action.get("value"))
         return
-    bot.update(
-        where.channel, where.thread_ts, where.message_ts, blocks.answer_message(turn, explain_state="running")
-    )
+    _mark(bot, where, turn, "running")
 
     def work() -> None:
         view = bot.conversations.explain(turn.turn_id)
@@ -125,11 +124,19 @@ def _explain(bot: SlackBot, ack: Any, body: dict[str, Any], action: dict[str, An
         else:
             bot.post(where.channel, where.thread_ts, message)
         state = "ready" if view.error else "done"
-        bot.update(
-            where.channel, where.thread_ts, where.message_ts, blocks.answer_message(turn, explain_state=state)
-        )
+        _mark(bot, where, turn, state)
 
     bot.submit(work, f"explaining answer {turn.turn_id}")
+
+
+def _mark(bot: SlackBot, where: _Where, turn: TurnView, explain_state: str) -> None:
+    """Show the Explain button's state on the answer (a failed edit only costs the label: logged)."""
+    bot.edit(
+        where.channel,
+        str(where.message_ts),
+        blocks.answer_message(turn, explain_state=explain_state),
+        plainer=lambda: blocks.answer_message(turn, explain_state=explain_state, feedback_buttons=False),
+    )
 
 
 # -- feedback -----------------------------------------------------------------------------------------------

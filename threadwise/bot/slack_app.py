@@ -277,7 +277,7 @@ class SlackBot:
             return True
         placeholder = blocks.placeholder_message(question.text, waiting=self.waiting)
         if placeholder_ts is not None:
-            self.update(question.channel, question.thread_ts, placeholder_ts, placeholder)
+            placeholder_ts = self.deliver(question.channel, question.thread_ts, placeholder_ts, placeholder)
         else:
             placeholder_ts = self.post(question.channel, question.thread_ts, placeholder)
         ts = placeholder_ts
@@ -290,9 +290,9 @@ class SlackBot:
             turn = self.conversations.ask(question.key, question.text, user=question.user, spaces=spaces)
         except Exception:
             log.exception("answering %r failed", question.text)
-            self.update(question.channel, question.thread_ts, placeholder_ts, blocks.notice_message(FAILED))
+            self.deliver(question.channel, question.thread_ts, placeholder_ts, blocks.notice_message(FAILED))
             return
-        ts = self.update(
+        ts = self.deliver(
             question.channel,
             question.thread_ts,
             placeholder_ts,
@@ -313,7 +313,25 @@ class SlackBot:
             log.error("chat.postMessage in %s failed: %s", channel, _why(err))
             return None
 
-    def update(
+    def edit(
+        self,
+        channel: str,
+        ts: str,
+        message: blocks.Message,
+        *,
+        plainer: Callable[[], blocks.Message] | None = None,
+    ) -> bool:
+        """Replace the message `ts` in place (with `plainer()` if Slack refuses the blocks); False if it failed."""
+        try:
+            self.client.chat_update(channel=channel, ts=ts, **message)
+            return True
+        except SlackApiError as err:
+            log.warning("chat.update of %s in %s failed: %s", ts, channel, _why(err))
+            if err.response.get("error") == "invalid_blocks" and plainer is not None:
+                return self.edit(channel, ts, plainer())
+            return False
+
+    def deliver(
         self,
         channel: str,
         thread_ts: str | None,
@@ -322,15 +340,12 @@ class SlackBot:
         *,
         plainer: Callable[[], blocks.Message] | None = None,
     ) -> str | None:
-        """Replace a message (the placeholder) in place; if it is gone, post anew. Never leaves the user without it."""
-        if ts is not None:
-            try:
-                self.client.chat_update(channel=channel, ts=ts, **message)
-                return ts
-            except SlackApiError as err:
-                log.warning("chat.update of %s in %s failed: %s", ts, channel, _why(err))
-                if err.response.get("error") == "invalid_blocks" and plainer is not None:
-                    return self.update(channel, thread_ts, ts, plainer())
+        """Put `message` in place of the placeholder `ts`; if that is gone, post it in the thread instead.
+
+        Returns the ts of the message that holds it, None only when Slack refused everything (logged).
+        """
+        if ts is not None and self.edit(channel, ts, message, plainer=plainer):
+            return ts
         new_ts = self.post(channel, thread_ts, message)
         if new_ts is None and plainer is not None:
             new_ts = self.post(channel, thread_ts, plainer())
