@@ -141,7 +141,7 @@ def test_no_evidence_is_not_found(answerer: ExtractiveAnswerer) -> None:
 
 
 def test_threshold_is_a_parameter() -> None:
-    strict = ExtractiveAnswerer(embedder=UniversalSentenceEncoder(), min_score=10.0)
+    strict = ExtractiveAnswerer(embedder=UniversalSentenceEncoder(), min_confidence=10.0)
     assert strict.answer("What is the recommended build host for OpenXT?", [BUILD_PASSAGE]).not_found
 
 
