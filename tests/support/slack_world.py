@@ -8,8 +8,9 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 from tests.support.fake_slack import FakeSlack
 from tests.support.slack_events import SlackSender
@@ -115,16 +116,15 @@ class Running:
 
 
 @contextmanager
-def running_bot(world: World, slack: FakeSlack, **settings: object) -> Iterator[Running]:
-    """The Slack bot for `world` on a real HTTP server at 127.0.0.1 (a free port), talking to `slack`."""
-    options: dict[str, object] = {
-        "bot_token": slack.token,
-        "signing_secret": SIGNING_SECRET,
-        "api_url": slack.api_url,
-        "admin_user_ids": (ADMIN,),
-        **settings,
-    }
-    bot = SlackBot(conversations=world.conversations, admin=world.admin, settings=SlackSettings(**options))  # type: ignore[arg-type]
+def running_bot(world: World, slack: FakeSlack, **settings: Any) -> Iterator[Running]:
+    """The Slack bot for `world` on a real HTTP server at 127.0.0.1 (a free port), talking to `slack`.
+
+    `settings` override SlackSettings fields (e.g. follow_ups_without_mention=False).
+    """
+    base = SlackSettings(
+        bot_token=slack.token, signing_secret=SIGNING_SECRET, api_url=slack.api_url, admin_user_ids=(ADMIN,)
+    )
+    bot = SlackBot(conversations=world.conversations, admin=world.admin, settings=replace(base, **settings))
     server = make_http_server(bot, host="127.0.0.1", port=0)
     thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()
