@@ -261,6 +261,10 @@ class ConversationService:
         cid = self.store.conversation_id(key, create=False)
         return [_view(t) for t in self.store.turns(cid)] if cid is not None else []
 
+    def claim_event(self, event_key: str) -> bool:
+        """True the first time a platform event is seen: retried or doubled events are answered once."""
+        return bool(self.store.claim_event(event_key))
+
     def set_message_ref(self, turn_id: int, ref: str) -> None:
         self.store.set_message_ref(turn_id, ref)
 

@@ -261,7 +261,7 @@ class SlackBot:
         lock wait in its busy handler (back-offs up to 100 ms each) far longer than they wait in this queue.
         """
         with self._claims:
-            return bool(self.conversations.store.claim_event(f"{PLATFORM}:{key}"))
+            return bool(self.conversations.claim_event(f"{PLATFORM}:{key}"))
 
     # -- answering ----------------------------------------------------------------------------------
 
