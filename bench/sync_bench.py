@@ -45,13 +45,7 @@ CLIENT = {"backoff_s": 0.2, "max_wait_s": 5.0, "max_retries": 8, "timeout": 30.0
 
 def fetched_pages(fake: FakeConfluence) -> list[str]:
     """Page ids whose content was served since the last call (then forgets the requests)."""
-    ids = [
-        r.path.rsplit("/", 1)[1]
-        for r in fake.requests
-        if r.path.startswith("/rest/api/content/")
-        and r.path != "/rest/api/content/search"
-        and r.status == 200
-    ]
+    ids = fake.served_pages()
     fake.requests.clear()
     return ids
 
@@ -86,6 +80,9 @@ def main() -> None:
     ap.add_argument("--data-dir", type=Path, help="keep the synced index here (default: a temporary folder)")
     ap.add_argument("--fault-run", choices=["resync", "fresh"], default="resync")
     ap.add_argument(
+        "--flavor", choices=["datacenter", "cloud"], default="datacenter", help="which REST API to serve"
+    )
+    ap.add_argument(
         "--compare-files",
         action="store_true",
         help="also index the files directly and compare P@1 (embeds twice)",
@@ -97,10 +94,19 @@ def main() -> None:
     base_embedder.warm_up()
     embedder = CountingEmbedder(base_embedder)
     data_dir = args.data_dir or Path(tempfile.mkdtemp(prefix="sync-bench-"))
-    results: dict[str, Any] = {"embedder": base_embedder.name, "data_dir": str(data_dir)}
+    results: dict[str, Any] = {
+        "embedder": base_embedder.name,
+        "data_dir": str(data_dir),
+        "flavor": args.flavor,
+    }
 
-    with FakeConfluence.from_folder(args.docs, context_path="/confluence", public_base=PUBLIC_BASE) as fake:
-        env = make_env(data_dir, fake.url, embedder=embedder, **CLIENT)
+    cloud = args.flavor == "cloud"
+    context = "/wiki" if cloud else "/confluence"
+    served = FakeConfluence.from_folder(
+        args.docs, context_path=context, public_base=PUBLIC_BASE, flavor=args.flavor
+    )
+    with served as fake:
+        env = make_env(data_dir, fake.url, embedder=embedder, cloud=cloud, **CLIENT)
         for key in fake.spaces():
             env.admin.add_space(key)
         print(f"{len(fake.pages)} pages in {len(fake.spaces())} spaces at {fake.url}")
@@ -171,9 +177,8 @@ def main() -> None:
         fake.faults.error_rate, fake.faults.retry_after = 0.2, "1"
         target = env
         if args.fault_run == "fresh":
-            target = make_env(
-                Path(tempfile.mkdtemp(prefix="sync-bench-faults-")), fake.url, embedder=embedder, **CLIENT
-            )
+            fresh_dir = Path(tempfile.mkdtemp(prefix="sync-bench-faults-"))
+            target = make_env(fresh_dir, fake.url, embedder=embedder, cloud=cloud, **CLIENT)
             for key in fake.spaces():
                 target.admin.add_space(key)
         statuses = Counter()

@@ -46,7 +46,7 @@ def test_listing_pages_through_next_links_keeps_the_context_path(dc: FakeConflue
     on_call = next(r for r in refs if r.id == "113")
     assert on_call.ancestor_ids == ("100", "110", "112")
     assert on_call.ancestors == ("Home", "Team", "Policies")
-    assert on_call.labels == ("policy",) and on_call.version == 1
+    assert on_call.version == 1
 
 
 def test_the_library_own_paging_drops_the_context_path(dc: FakeConfluence) -> None:
@@ -57,23 +57,43 @@ def test_the_library_own_paging_drops_the_context_path(dc: FakeConfluence) -> No
     assert [r.status for r in dc.requests] == [200, 404]
 
 
-def test_cloud_set_up_basic_auth_under_wiki() -> None:
-    with FakeConfluence(pages=tree_wiki(), context_path="/wiki", max_limit=4) as fake:
-        site = fake.url.removesuffix("/wiki")
-        settings = ConfluenceSettings(
-            url=site,
-            username="alice@example.com",
-            api_token="api-token",
-            cloud=True,
-            **FAST,  # type: ignore[arg-type]
-        )
-        client = ConfluenceClient(settings=settings)
-        assert settings.base_url == fake.url
-        assert not hasattr(type(client._api), "get_page_by_id")  # the Cloud class: we do not rely on it
+def test_the_library_cloud_class_lacks_get_page_by_id() -> None:
+    """The other pitfall: `Confluence(cloud=True)` is a different class; our client does not rely on it."""
+    library = Confluence("https://acme.atlassian.net", username="a@acme.com", password="t", cloud=True)
+    with pytest.raises(AttributeError):
+        library.get_page_by_id("1")
+
+
+def cloud_client(fake: FakeConfluence, **overrides: object) -> ConfluenceClient:
+    site = fake.url.removesuffix("/wiki")  # as users give it: the site, without /wiki
+    settings = {"url": site, "username": "alice@example.com", "api_token": "api-token", "cloud": True}
+    return ConfluenceClient(settings=ConfluenceSettings(**{**settings, **FAST, **overrides}))  # type: ignore[arg-type]
+
+
+def test_cloud_reads_api_v2_with_cursor_paging_and_basic_auth() -> None:
+    with FakeConfluence(
+        pages=tree_wiki(extra_pages=5), context_path="/wiki", max_limit=4, flavor="cloud"
+    ) as fake:
+        client = cloud_client(fake)
+        assert client.settings.base_url == fake.url
         assert [s.key for s in client.list_spaces()] == ["DOCS"]
-        assert len(client.list_pages("DOCS")) == 6
-        page = client.get_page("111", space="DOCS")
-        assert isinstance(page, Page) and page.title == "Meeting notes"
+        refs = {r.id: r for r in client.list_pages("DOCS")}
+        assert len(refs) == 11
+        assert refs["113"].ancestor_ids == ("100", "110", "112")
+        assert refs["113"].ancestors == ("Home", "Team", "Policies")
+        listing_calls = [r for r in fake.requests if r.path.endswith("/pages")]
+        assert len(listing_calls) == 3  # 4 + 4 + 3, through cursors that carry the /wiki context path
+        fake.edit_page("113", body="<p>Within 10 minutes.</p>")
+        page = client.get_page("113", ancestors=refs["113"].ancestors)
+        assert isinstance(page, Page)
+        assert (page.space, page.title, page.version, page.labels) == ("DOCS", "On-call", 2, ("policy",))
+        assert page.body == "<p>Within 10 minutes.</p>" and page.ancestors == ("Home", "Team", "Policies")
+        assert page.url == f"{fake.url}/spaces/DOCS/pages/113"
+        changed = client.pages_modified_since("DOCS", datetime.now(UTC), overlap=timedelta(hours=1))
+        assert [(r.id, r.version) for r in changed] == [("113", 2)]
+        assert client.pages_with_labels("DOCS", ["policy"]) == {"113"}
+        assert client.get_space("NOPE") is None
+        assert 410 not in {r.status for r in fake.requests}  # no deprecated v1 read was used
 
 
 def test_get_page_returns_body_version_breadcrumb_labels_and_web_url(dc: FakeConfluence) -> None:
@@ -135,6 +155,15 @@ def test_wrong_token_and_forbidden_space_give_clear_errors(dc: FakeConfluence) -
         dc_client(dc).list_pages("SECRET")
 
 
+def test_cloud_errors_name_the_space() -> None:
+    with FakeConfluence(pages=tree_wiki(), context_path="/wiki", flavor="cloud") as fake:
+        fake.faults.forbidden_spaces = {"DOCS"}
+        with pytest.raises(ConfluenceAccessError, match="no access to space DOCS"):
+            cloud_client(fake).list_pages("DOCS")
+        with pytest.raises(ConfluenceAccessError, match="rejected the credentials"):
+            cloud_client(fake, api_token="wrong").list_spaces()
+
+
 def test_unknown_space_is_none_and_wrong_url_is_explained(dc: FakeConfluence) -> None:
     assert dc_client(dc).get_space("NOPE") is None
     assert dc_client(dc).get_space("DOCS") is not None
@@ -177,8 +206,15 @@ def test_settings_from_env_detect_cloud_and_hide_secrets() -> None:
 
 def test_scope_parent_and_labels() -> None:
     with FakeConfluence(pages=tree_wiki()) as fake:
-        refs = {r.id: r for r in dc_client(fake).list_pages("DOCS")}
+        client = dc_client(fake)
+        refs = {r.id: r for r in client.list_pages("DOCS")}
+        labelled = client.pages_with_labels("DOCS", ["policy", "nothing-has-this"])
+    assert labelled == {"113"}
     team = SpaceScope.of("DOCS", parent_id="110", exclude_labels=["policy"])
-    assert sorted(pid for pid, r in refs.items() if team.includes(r)) == ["110", "111", "112"]
+    assert sorted(pid for pid, r in refs.items() if team.includes(r, labelled=labelled)) == [
+        "110",
+        "111",
+        "112",
+    ]
     assert sum(SpaceScope.of("DOCS").includes(r) for r in refs.values()) == 6
     assert team.describe() == "DOCS under page 110 without labels policy"

@@ -6,7 +6,9 @@ Serves what atlassian-python-api and our client use, in the JSON shapes the Conf
   GET {ctx}/rest/api/content?spaceKey=&type=page&start=&limit=&expand=   a space's pages, paged
   GET {ctx}/rest/api/content/{id}?expand=     one page (body.storage, version, ancestors, metadata.labels, space)
   GET {ctx}/rest/api/content/search?cql=      CQL subset: space = / space in (..), type = page,
-                                              lastmodified >= "yyyy/MM/dd HH:mm", ancestor = ID, id = ID
+                                              lastmodified >= "yyyy/MM/dd HH:mm", label in (..), ancestor = ID
+and, with flavor="cloud", Cloud's API v2 (cursor paging; v1 reads other than CQL search answer 410 Gone):
+  GET {ctx}/api/v2/spaces?keys=   GET {ctx}/api/v2/spaces/{id}[/pages]   GET {ctx}/api/v2/pages/{id}
 `{ctx}` is an optional context path (`/confluence`, `/wiki`); `_links.next` is relative to it, as on a real
 server. Auth: Basic (user + API token) and Bearer (personal access token). Switchable faults (`Faults`), and
 pages can be edited, renamed, moved, relabelled, added and deleted between runs.
@@ -37,19 +39,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlencode, urlparse
 
+from tests.support.fake_confluence_pages import FakePage, cql_matches, load_pages, tree_wiki
 
-@dataclass
-class FakePage:
-    id: str
-    space: str
-    title: str
-    body: str
-    version: int = 1
-    parent_id: str | None = None
-    labels: list[str] = field(default_factory=list)
-    last_modified: datetime = field(default_factory=lambda: datetime(2024, 11, 15, tzinfo=UTC))
-    url: str = ""  # the page's web URL; derived from the public base when empty
-    ancestor_titles: list[str] = field(default_factory=list)  # a breadcrumb without pages behind it
+__all__ = ["FakeConfluence", "FakePage", "Faults", "load_pages", "tree_wiki"]
 
 
 @dataclass
@@ -86,7 +78,12 @@ class FakeConfluence:
         max_limit: int = 50,
         user_utc_offset: timedelta = timedelta(0),
         space_names: dict[str, str] | None = None,
+        flavor: str = "datacenter",
     ) -> None:
+        """flavor "datacenter": REST v1 only; "cloud": v2 for spaces and pages, v1 only for CQL search
+        (Cloud's deprecated v1 reads answer 410 Gone, so a client that still uses them fails here)."""
+        assert flavor in ("datacenter", "cloud")
+        self.flavor = flavor
         self.pages: dict[str, FakePage] = {p.id: p for p in pages}
         self.context_path = "/" + context_path.strip("/") if context_path.strip("/") else ""
         self.public_base = public_base.rstrip("/")
@@ -167,9 +164,18 @@ class FakeConfluence:
         with self._lock:
             del self.pages[page_id]
 
+    def served_pages(self) -> list[str]:
+        """Ids of the pages whose content was served successfully, in order (v1 and v2 alike)."""
+        ids = []
+        for r in self.requests:
+            m = re.fullmatch(r"/rest/api/content/([^/]+)|/api/v2/pages/([^/]+)", r.path)
+            if m and r.status == 200 and m.group(1) != "search":
+                ids.append(m.group(1) or m.group(2))
+        return ids
+
     def fetch_count(self, page_id: str) -> int:
         """How many times the page's content was served successfully."""
-        return sum(1 for r in self.requests if r.path == f"/rest/api/content/{page_id}" and r.status == 200)
+        return self.served_pages().count(page_id)
 
     # ----- JSON shapes -----
     def spaces(self) -> list[str]:
@@ -236,41 +242,10 @@ class FakeConfluence:
             links["next"] = f"{path}?{urlencode({**query, 'start': start + limit, 'limit': limit})}"
         return {"results": chunk, "start": start, "limit": limit, "size": len(chunk), "_links": links}
 
-    # ----- CQL subset -----
     def cql_matches(self, cql: str) -> list[FakePage]:
-        """Pages matching `clause and clause ...`; raises ValueError on anything outside the subset."""
-        tests = [self._cql_clause(c.strip()) for c in re.split(r"\s+and\s+", cql.strip(), flags=re.I)]
-        return [p for p in self._sorted_pages() if all(t(p) for t in tests)]
-
-    def _cql_clause(self, clause: str) -> Any:
-        m = re.fullmatch(r"(\w+)\s*(=|>=|>|<=|<|in)\s*(.+)", clause, flags=re.I)
-        if not m:
-            raise ValueError(f"cannot parse CQL clause {clause!r}")
-        name, op, raw = m.group(1).lower(), m.group(2).lower(), m.group(3).strip()
-        values = (
-            [v.strip().strip('"') for v in raw.strip("()").split(",")] if op == "in" else [raw.strip('"')]
+        return cql_matches(
+            self._sorted_pages(), cql, ancestors=self.ancestors, user_utc_offset=self.user_utc_offset
         )
-        if name == "space" and op in ("=", "in"):
-            return lambda p: p.space in values
-        if name == "type" and op == "=":
-            return lambda p: values[0] == "page"
-        if name in ("id", "ancestor") and op in ("=", "in"):
-            if name == "id":
-                return lambda p: p.id in values
-            return lambda p: any(a.id in values for a in self.ancestors(p))
-        if name == "lastmodified" and op in (">=", ">"):
-            since = self._cql_date(values[0])
-            return (lambda p: p.last_modified >= since) if op == ">=" else (lambda p: p.last_modified > since)
-        raise ValueError(f"unsupported CQL clause {clause!r}")
-
-    def _cql_date(self, text: str) -> datetime:
-        for fmt in ("%Y/%m/%d %H:%M", "%Y-%m-%d %H:%M", "%Y/%m/%d", "%Y-%m-%d"):
-            try:
-                local = datetime.strptime(text, fmt)
-            except ValueError:
-                continue
-            return local.replace(tzinfo=UTC) - self.user_utc_offset  # read in the user's zone
-        raise ValueError(f"cannot parse CQL date {text!r}")
 
     def _sorted_pages(self) -> list[FakePage]:
         return sorted(self.pages.values(), key=lambda p: p.id)
@@ -299,43 +274,133 @@ class FakeConfluence:
     def answer(self, path: str, query: dict[str, str]) -> tuple[int, Any]:
         """Route an authenticated API GET; returns (status, JSON body)."""
         with self._lock:
-            m = re.fullmatch(r"/rest/api/space(?:/([^/]+))?", path)
-            if m and m.group(1) is None:
-                return 200, self.paged(path, query, [self.space_json(k) for k in self.spaces()])
-            if m:
-                key = m.group(1)
-                if key in self.faults.forbidden_spaces:
-                    return 403, _error(403, f"No permission to view space {key}")
-                return (
-                    (200, self.space_json(key))
-                    if key in self.spaces()
-                    else (404, _error(404, f"No space with key : {key}"))
-                )
-            expand = set(query.get("expand", "").split(","))
-            if path == "/rest/api/content":
-                space = query.get("spaceKey", "")
-                if space in self.faults.forbidden_spaces:
-                    return 403, _error(403, f"No permission to view space {space}")
-                pages = [p for p in self._sorted_pages() if (not space or p.space == space)]
-                if query.get("type", "page") != "page":
-                    pages = []
-                return 200, self.paged(path, query, [self.content_json(p, expand) for p in pages])
-            if path == "/rest/api/content/search":
-                try:
-                    pages = self.cql_matches(query.get("cql", ""))
-                except ValueError as e:
-                    return 400, _error(400, str(e))
-                return 200, self.paged(path, query, [self.content_json(p, expand) for p in pages])
-            m = re.fullmatch(r"/rest/api/content/([^/]+)", path)
-            if m:
-                page = self.pages.get(m.group(1))
-                if page is None:
-                    return 404, _error(404, f"No content found with id: {m.group(1)}")
-                if page.space in self.faults.forbidden_spaces:
-                    return 403, _error(403, "No permission")
-                if page.id in self.faults.broken_pages:
-                    return 500, _error(500, "java.lang.NullPointerException")
-                return 200, self.content_json(page, expand)
+            if self.flavor == "cloud":
+                if path.startswith("/api/v2/"):
+                    return self._answer_v2(path, query)
+                if path != "/rest/api/content/search":
+                    return 410, _error(410, "This deprecated endpoint has been removed (use API v2)")
+            elif path.startswith("/api/v2/"):
+                return 404, _error(404, f"null for uri: {path}")
+            return self._answer_v1(path, query)
+
+    def _answer_v1(self, path: str, query: dict[str, str]) -> tuple[int, Any]:
+        m = re.fullmatch(r"/rest/api/space(?:/([^/]+))?", path)
+        if m and m.group(1) is None:
+            return 200, self.paged(path, query, [self.space_json(k) for k in self.spaces()])
+        if m:
+            key = m.group(1)
+            if key in self.faults.forbidden_spaces:
+                return 403, _error(403, f"No permission to view space {key}")
+            return (
+                (200, self.space_json(key))
+                if key in self.spaces()
+                else (404, _error(404, f"No space with key : {key}"))
+            )
+        expand = set(query.get("expand", "").split(","))
+        if path == "/rest/api/content":
+            space = query.get("spaceKey", "")
+            if space in self.faults.forbidden_spaces:
+                return 403, _error(403, f"No permission to view space {space}")
+            pages = [p for p in self._sorted_pages() if (not space or p.space == space)]
+            if query.get("type", "page") != "page":
+                pages = []
+            return 200, self.paged(path, query, [self.content_json(p, expand) for p in pages])
+        if path == "/rest/api/content/search":
+            try:
+                pages = self.cql_matches(query.get("cql", ""))
+            except ValueError as e:
+                return 400, _error(400, str(e))
+            return 200, self.paged(path, query, [self.content_json(p, expand) for p in pages])
+        m = re.fullmatch(r"/rest/api/content/([^/]+)", path)
+        if m:
+            page = self.pages.get(m.group(1))
+            if page is None:
+                return 404, _error(404, f"No content found with id: {m.group(1)}")
+            if page.space in self.faults.forbidden_spaces:
+                return 403, _error(403, "No permission")
+            if page.id in self.faults.broken_pages:
+                return 500, _error(500, "java.lang.NullPointerException")
+            return 200, self.content_json(page, expand)
+        return 404, _error(404, f"null for uri: {path}")
+
+    # ----- Cloud API v2 -----
+    def space_id(self, key: str) -> str:
+        return str(zlib.crc32(key.encode()) % 10**6)
+
+    def space_v2(self, key: str) -> dict[str, Any]:
+        return {
+            "id": self.space_id(key),
+            "key": key,
+            "name": self.space_names.get(key, key),
+            "type": "personal" if key.startswith("~") else "global",
+            "status": "current",
+            "_links": {"webui": f"/spaces/{key}"},
+        }
+
+    def page_v2(self, page: FakePage, query: dict[str, str], *, single: bool) -> dict[str, Any]:
+        r: dict[str, Any] = {
+            "id": page.id,
+            "status": "current",
+            "title": page.title,
+            "spaceId": self.space_id(page.space),
+            "parentId": page.parent_id,
+            "parentType": "page" if page.parent_id else None,
+            "version": {
+                "number": page.version,
+                "createdAt": page.last_modified.isoformat(),
+                "minorEdit": False,
+            },
+            "_links": {"webui": self.webui(page), "editui": f"/pages/resumedraft.action?draftId={page.id}"},
+        }
+        if query.get("body-format") == "storage":
+            r["body"] = {"storage": {"value": page.body, "representation": "storage"}}
+        if query.get("include-labels") == "true":
+            results = [{"id": str(i), "name": n, "prefix": "global"} for i, n in enumerate(page.labels)]
+            r["labels"] = {"results": results, "meta": {"hasMore": False}}
+        if single:
+            r["_links"]["base"] = self.base
+        return r
+
+    def cursor_paged(self, path: str, query: dict[str, str], items: list[Any]) -> dict[str, Any]:
+        """Cursor paging as on Cloud: `next` is relative to the site, context path included."""
+        cursor = query.get("cursor", "")
+        start = int(base64.urlsafe_b64decode(cursor).decode()) if cursor else 0
+        limit = min(int(query.get("limit", 25)), self.max_limit)
+        links: dict[str, str] = {"base": self.base}
+        if start + limit < len(items):
+            rest = {k: v for k, v in query.items() if k not in ("cursor", "limit")}
+            token = base64.urlsafe_b64encode(str(start + limit).encode()).decode()
+            links["next"] = (
+                f"{self.context_path}{path}?{urlencode({**rest, 'limit': limit, 'cursor': token})}"
+            )
+        return {"results": items[start : start + limit], "_links": links}
+
+    def _answer_v2(self, path: str, query: dict[str, str]) -> tuple[int, Any]:
+        ids = {self.space_id(k): k for k in self.spaces()}
+        if path == "/api/v2/spaces":
+            keys = [k for k in query.get("keys", "").split(",") if k] or self.spaces()
+            return 200, self.cursor_paged(path, query, [self.space_v2(k) for k in keys if k in self.spaces()])
+        m = re.fullmatch(r"/api/v2/spaces/([^/]+)(/pages)?", path)
+        if m:
+            key = ids.get(m.group(1))
+            if key is None:
+                return 404, _error(404, "Space not found")
+            if key in self.faults.forbidden_spaces:
+                return 403, _error(403, f"No permission to view space {key}")
+            if not m.group(2):
+                return 200, self.space_v2(key)
+            pages = [self.page_v2(p, query, single=False) for p in self._sorted_pages() if p.space == key]
+            return 200, self.cursor_paged(path, query, pages)
+        m = re.fullmatch(r"/api/v2/pages/([^/]+)", path)
+        if m:
+            page = self.pages.get(m.group(1))
+            if page is None:
+                return 404, _error(404, "Page not found")
+            if page.space in self.faults.forbidden_spaces:
+                return 403, _error(403, "No permission")
+            if page.id in self.faults.broken_pages:
+                return 500, _error(500, "Internal server error")
+            return 200, self.page_v2(page, query, single=True)
         return 404, _error(404, f"null for uri: {path}")
 
 
@@ -403,63 +468,6 @@ def _handler_for(fake: FakeConfluence) -> type[BaseHTTPRequestHandler]:
                 pass
 
     return Handler
-
-
-# ----- a small wiki for tests -----
-def tree_wiki(space: str = "DOCS", *, extra_pages: int = 0) -> list[FakePage]:
-    """Home > Team > (Meeting notes, Policies > On-call), plus `extra_pages` more under Home."""
-
-    def page(
-        pid: str, title: str, text: str, parent: str | None, labels: list[str] | None = None
-    ) -> FakePage:
-        body = f"<h2>{title}</h2><p>{text}</p>"
-        return FakePage(id=pid, space=space, title=title, body=body, parent_id=parent, labels=labels or [])
-
-    pages = [
-        page("100", "Home", "Welcome to the team wiki.", None),
-        page("110", "Team", "Who we are and how we work.", "100"),
-        page("111", "Meeting notes", "We meet every Monday at 10:00 in room Kepler.", "110"),
-        page("112", "Policies", "Rules everyone follows.", "110"),
-        page("113", "On-call", "The on-call engineer answers pages within 15 minutes.", "112", ["policy"]),
-        page("120", "Draft ideas", "Half-baked plans for next year.", "100", ["draft"]),
-    ]
-    pages += [
-        page(str(1000 + i), f"Note {i}", f"Note number {i} talks about topic {i}.", "100")
-        for i in range(extra_pages)
-    ]
-    return pages
-
-
-# ----- loading page files -----
-def load_pages(folder: Path) -> list[FakePage]:
-    """Pages from every *.json file in `folder` (ConfQuestions' shape or ours)."""
-    pages = []
-    for path in sorted(Path(folder).glob("*.json")):
-        doc = json.loads(path.read_text(encoding="utf-8"))
-        for item in doc if isinstance(doc, list) else [doc]:
-            pages.append(_page_from_doc(item, path))
-    return pages
-
-
-def _page_from_doc(doc: dict[str, Any], path: Path) -> FakePage:
-    body = doc.get("body") or doc.get("content")
-    if body is None and path.with_suffix(".xml").exists():
-        body = path.with_suffix(".xml").read_text(encoding="utf-8")
-    when = doc.get("last_modified") or doc.get("date") or "2024-11-15"
-    modified = datetime.fromisoformat(str(when).replace("Z", "+00:00"))
-    url_id = re.search(r"/pages/(\d+)", str(doc.get("url", "")))  # Confluence ids are numbers, as in the URL
-    return FakePage(
-        id=url_id.group(1) if url_id else str(doc.get("id", path.stem)),
-        space=str(doc.get("space", "DOCS")),
-        title=str(doc["title"]),
-        body=body or "",
-        version=int(doc.get("version", 1)),
-        parent_id=str(doc["parent_id"]) if doc.get("parent_id") else None,
-        labels=list(doc.get("labels", [])),
-        last_modified=modified if modified.tzinfo else modified.replace(tzinfo=UTC),
-        url=str(doc.get("url", "")),
-        ancestor_titles=[str(t) for t in doc.get("ancestors", [])],
-    )
 
 
 def main() -> None:

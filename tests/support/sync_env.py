@@ -38,16 +38,25 @@ class SyncEnv:
 
 
 def make_env(
-    data_dir: Path, confluence_url: str, *, embedder: Embedder | None = None, **client: Any
+    data_dir: Path,
+    confluence_url: str,
+    *,
+    embedder: Embedder | None = None,
+    cloud: bool = False,
+    **client: Any,
 ) -> SyncEnv:
+    """`cloud`: sign in as on Confluence Cloud (e-mail + API token) against a cloud-flavoured fake."""
     data_dir.mkdir(parents=True, exist_ok=True)
     engine = make_engine(f"sqlite:///{data_dir / 'threadwise.sqlite'}")
     upgrade(engine)
     sessions = make_sessions(engine)
     index = EvidenceIndex(directory=data_dir / "index", embedder=embedder or HashingEmbedder())
-    settings = ConfluenceSettings(
-        url=confluence_url, personal_token="pat-secret", **{**FAST_RETRIES, **client}
+    credentials: dict[str, Any] = (
+        {"username": "alice@example.com", "api_token": "api-token", "cloud": True}
+        if cloud
+        else {"personal_token": "pat-secret"}
     )
+    settings = ConfluenceSettings(url=confluence_url, **{**credentials, **FAST_RETRIES, **client})
     confluence = ConfluenceClient(settings=settings)
     syncer = SpaceSyncer(client=confluence, index=index, sessions=sessions, lock_dir=data_dir)
     admin = AdminService(sessions=sessions, index=index, client=confluence, syncer=syncer)

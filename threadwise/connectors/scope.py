@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Set
 from dataclasses import dataclass
 
 from threadwise.connectors.confluence import PageRef
@@ -18,14 +18,12 @@ class SpaceScope:
     def of(cls, space: str, parent_id: str | None = None, exclude_labels: Iterable[str] = ()) -> SpaceScope:
         return cls(space=space, parent_id=parent_id or None, exclude_labels=frozenset(exclude_labels))
 
-    def includes(self, page: PageRef) -> bool:
-        if (
-            self.parent_id is not None
-            and self.parent_id != page.id
-            and self.parent_id not in page.ancestor_ids
-        ):
-            return False
-        return not (self.exclude_labels & set(page.labels))
+    def includes(self, page: PageRef, *, labelled: Set[str] = frozenset()) -> bool:
+        """`labelled`: ids of the pages that carry an excluded label (a page's own labels; not inherited)."""
+        under_parent = (
+            self.parent_id is None or self.parent_id == page.id or self.parent_id in page.ancestor_ids
+        )
+        return under_parent and page.id not in labelled
 
     def describe(self) -> str:
         """'DOCS', 'DOCS under page 123', 'DOCS without labels draft, obsolete'."""

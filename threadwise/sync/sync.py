@@ -1,7 +1,7 @@
 """Full and incremental sync of one Confluence space into the evidence index.
 
 One run, holding the space's lock (a file lock, so it holds across processes):
-1. list the space's pages without bodies (ids, titles, ancestors, labels) and apply the scope;
+1. list the space's pages without bodies (ids, titles, breadcrumbs) and apply the scope (parent, labels);
 2. remove from the index every page that is no longer listed or no longer in scope (deleted, moved, labelled);
 3. pick the pages to fetch: all of them for a full run; otherwise those CQL reports modified since the last
    successful run (minus a safety overlap) whose version differs from the index, pages in scope but not in
@@ -176,7 +176,8 @@ class SpaceSyncer:
                 f"the parent page {scope.parent_id} of space {space}'s scope is gone (deleted or moved); "
                 f"nothing was removed: change the scope with `threadwise spaces add {space} --parent ID`"
             )
-        listing = {ref.id: ref for ref in pages if scope.includes(ref)}
+        labelled = client.pages_with_labels(space, scope.exclude_labels)
+        listing = {ref.id: ref for ref in pages if scope.includes(ref, labelled=labelled)}
         run.pages = len(listing)
         indexed = self.index.page_states(space)
         records = self.store.page_records(space)
@@ -237,7 +238,9 @@ class SpaceSyncer:
             for i in range(0, len(refs), window):
                 chunk = refs[i : i + window]
                 yield from zip(
-                    chunk, pool.map(lambda r: client.get_page(r.id, space=space), chunk), strict=True
+                    chunk,
+                    pool.map(lambda r: client.get_page(r.id, space=space, ancestors=r.ancestors), chunk),
+                    strict=True,
                 )
 
     def _index_page(
