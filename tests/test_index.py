@@ -116,3 +116,13 @@ def test_rrf() -> None:
     fused = reciprocal_rank_fusion([["a", "b", "c"], ["b", "c", "d"]], k=60)
     assert [x for x, _ in fused][:2] == ["b", "c"]
     assert abs(dict(fused)["b"] - (1 / 62 + 1 / 61)) < 1e-12
+
+
+def test_page_level_ranking_finds_the_page_by_its_title_and_text(tmp_path: Path) -> None:
+    index = open_index(tmp_path)
+    put(index, page("1", "Alice reviews the draft|Bob books the room", title="Weekly sync October 14"))
+    put(index, page("2", "Install the toolchain|Run the build", title="Developer setup"))
+    assert [pid for pid, _ in index.search_pages("October weekly sync", 5)][0] == "1"
+    assert [pid for pid, _ in index.search_pages("toolchain build setup", 5)][0] == "2"
+    index.delete_page("2")
+    assert [pid for pid, _ in index.search_pages("toolchain build setup", 5)] == []

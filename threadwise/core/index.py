@@ -195,7 +195,7 @@ class EvidenceIndex:
         if self._bm25.generation == gen:
             return
         with self._bm25_lock:
-            if self._bm25.generation == gen or self._bm25.load(gen):
+            if self._bm25.generation == gen or (self._bm25.load(gen) and self._page_bm25.load(gen)):
                 return
             active = self._active_hashes()
             rows = [
@@ -204,6 +204,18 @@ class EvidenceIndex:
                 if active.get(m["page_id"]) == m["page_hash"]
             ]
             self._bm25.rebuild(gen, [r[0] for r in rows], [r[1] for r in rows], [r[2]["space"] for r in rows])
+            self._rebuild_page_bm25(gen, rows)
+
+    def _rebuild_page_bm25(self, gen: int, rows: list[tuple[str, str, dict]]) -> None:
+        """A page-level BM25 (the title three times, then the page's text): which page is the question about?"""
+        pages: dict[str, tuple[str, str, list[tuple[int, str]]]] = {}
+        for _rid, _doc, m in rows:
+            _title, _space, parts = pages.setdefault(m["page_id"], (m["title"], m["space"], []))
+            if m["kind"] != "row":  # rows repeat their table's text
+                parts.append((int(m["position"]), m["text"]))
+        ids = list(pages)
+        texts = [" ".join([pages[p][0]] * 3 + [t for _, t in sorted(pages[p][2])]) for p in ids]
+        self._page_bm25.rebuild(gen, ids, texts, [pages[p][1] for p in ids])
 
     def search_lexical(self, query: str, k: int, spaces: Sequence[str] | None = None) -> list[ScoredEvidence]:
         self._ensure_bm25()
