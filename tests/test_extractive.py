@@ -8,14 +8,9 @@ import pytest
 
 from threadwise.core.answering import NOT_FOUND, NOT_FOUND_DE
 from threadwise.core.embedders import UniversalSentenceEncoder
-from threadwise.core.extractive import (
-    ExtractiveAnswerer,
-    is_german,
-    list_items,
-    split_sentences,
-    verbalized_cells,
-)
+from threadwise.core.extractive import ExtractiveAnswerer, is_german
 from threadwise.core.page import Evidence, EvidenceKind
+from threadwise.core.spans import list_items, split_sentences, verbalized_cells
 
 
 @pytest.fixture(scope="module")

@@ -27,6 +27,7 @@ import numpy as np
 from threadwise.core.answering import NOT_FOUND, NOT_FOUND_DE, Answer
 from threadwise.core.page import Evidence
 from threadwise.core.protocols import Embedder
+from threadwise.core.spans import Span, candidate_spans, clip, render_cells
 from threadwise.core.tokenize import tokenize
 
 # --- language -------------------------------------------------------------------------------------------------
@@ -57,143 +58,6 @@ def is_german(text: str) -> bool:
 def not_found_answer(question: str, *, answerer: str = "extractive") -> Answer:
     """The out-of-scope answer, in the language of the question."""
     return Answer(text=NOT_FOUND_DE if is_german(question) else NOT_FOUND, not_found=True, answerer=answerer)
-
-
-# --- candidate spans ------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Span:
-    """A piece of one evidence that could be the answer."""
-
-    source: int  # 0-based index into the given evidences
-    order: int  # position inside the evidence, for keeping combined spans in reading order
-    text: str  # what the answer shows
-    cells: tuple[tuple[str, str], ...] = ()  # for a table row: all its (header, value) pairs
-    own: str = ""  # a nested list item without its parent's text ("" when the same as `text`)
-
-    @property
-    def is_intro(self) -> bool:
-        """'It needs three things:' announces what follows rather than answering."""
-        return self.text.rstrip().endswith(":")
-
-
-_ABBREVIATIONS = (
-    "e.g.",
-    "i.e.",
-    "etc.",
-    "vs.",
-    "cf.",
-    "approx.",
-    "incl.",
-    "no.",
-    "fig.",
-    "z.b.",
-    "bzw.",
-    "ca.",
-)
-_SENTENCE_END = re.compile(r"(?<=[.!?;])\s+(?=[\"'(\[]?[A-Z0-9])")
-_BULLET = re.compile(r"^\s*(?:[-*•·◦▪]|\(?\d{1,3}[.)]|\(?[a-z][.)])\s+")
-
-
-def split_sentences(text: str) -> list[str]:
-    """Sentences of a passage (lines first, then sentence ends; '9.0.2' and 'e.g. X' stay whole)."""
-    sentences: list[str] = []
-    for line in text.splitlines():
-        line = " ".join(line.split())
-        if not line:
-            continue
-        start = 0
-        for match in _SENTENCE_END.finditer(line):
-            before = line[start : match.start()]
-            if before.lower().endswith(_ABBREVIATIONS) or len(before.split()) < 3:
-                continue
-            sentences.append(before)
-            start = match.end()
-        sentences.append(line[start:])
-    return [s for s in sentences if _WORD.search(s)]
-
-
-def list_items(text: str) -> list[tuple[str, str]]:
-    """Items of a list evidence, one per line, as (item with its parents' text, item alone).
-
-    A nested item is prefixed by its parent: 'Success: the XT shield is green'.
-    """
-    items: list[tuple[str, str]] = []
-    parents: list[tuple[int, str]] = []  # (indent, item text) of the open ancestors
-    for line in text.splitlines():
-        if not line.strip():
-            continue
-        if items and not _BULLET.match(line):  # a line break inside an item
-            full, own = items[-1]
-            items[-1] = (f"{full} {line.strip()}", f"{own} {line.strip()}")
-            parents[-1] = (parents[-1][0], f"{parents[-1][1]} {line.strip()}")
-            continue
-        indent = len(line) - len(line.lstrip())
-        item = " ".join(_BULLET.sub("", line).split())
-        while parents and parents[-1][0] >= indent:
-            parents.pop()
-        if parents:
-            parent = parents[-1][1]
-            items.append((f"{parent} {item}" if parent.endswith(":") else f"{parent}: {item}", item))
-        else:
-            items.append((item, item))
-        parents.append((indent, item))
-    return items
-
-
-def _clip(text: str, max_words: int) -> str:
-    words = text.split()
-    return text if len(words) <= max_words else " ".join(words[:max_words]) + " …"
-
-
-def candidate_spans(evidence: Evidence, source: int, *, max_words: int) -> list[Span]:
-    """Split one evidence into the spans the answer may quote."""
-    if evidence.kind == "row" and evidence.cells:
-        cells = tuple((h.strip(), v.strip()) for h, v in evidence.cells if v.strip())
-        return [Span(source, 0, render_cells(cells), cells)] if cells else []
-    if evidence.kind == "list":
-        pieces: list[tuple[str, str]] = []
-        for text, own in list_items(evidence.text):
-            # a long item is a paragraph in disguise: quote its sentences
-            if len(text.split()) > max_words:
-                pieces.extend((sentence, sentence) for sentence in split_sentences(text))
-            else:
-                pieces.append((text, own))
-    elif evidence.kind == "table":
-        spans = []
-        for i, line in enumerate(x for x in evidence.text.splitlines() if x.strip()):
-            cells = verbalized_cells(line)
-            spans.append(
-                Span(source, i, render_cells(cells), cells) if cells else Span(source, i, line.strip())
-            )
-        return spans
-    else:
-        pieces = [(sentence, sentence) for sentence in split_sentences(evidence.text)]
-    return [
-        Span(source, i, _clip(text, max_words), own="" if own == text else _clip(own, max_words))
-        for i, (text, own) in enumerate(pieces)
-    ]
-
-
-_VERBALIZED_ROW = re.compile(r"^Row \d+ in Table \d+:\s*")
-
-
-def verbalized_cells(line: str) -> tuple[tuple[str, str], ...]:
-    """Cells back from a verbalized table line ('Row 2 in Table 1: Member is Alice, and Task is X'); () if not one."""
-    match = _VERBALIZED_ROW.match(line)
-    if not match:
-        return ()
-    cells = []
-    for part in line[match.end() :].split(", and "):
-        header, sep, value = part.partition(" is ")
-        cells.append((header.strip(), value.strip()) if sep else ("", part.strip()))
-    return tuple(c for c in cells if c[1])
-
-
-def render_cells(cells: Sequence[tuple[str, str]]) -> str:
-    """'Column: value; Column: value' (a cell without a header shows its value alone)."""
-    return "; ".join(f"{h}: {v}" if h else v for h, v in cells)
 
 
 # --- scoring --------------------------------------------------------------------------------------------------
@@ -364,14 +228,14 @@ class ExtractiveAnswerer:
         # one batch: the question, every span, and each distinct table header (rows of a table share them)
         headers = sorted({h for s in spans for h, _ in s.cells if h})
         texts = list(
-            dict.fromkeys([question, *(_clip(s.text, self.max_embed_words) for s in spans), *headers])
+            dict.fromkeys([question, *(clip(s.text, self.max_embed_words) for s in spans), *headers])
         )
         vectors = self._embed(texts)
         cosine = dict(zip(texts, (vectors @ vectors[0]).tolist(), strict=True))
 
         scored = []
         for span in spans:
-            similarity = cosine[_clip(span.text, self.max_embed_words)]
+            similarity = cosine[clip(span.text, self.max_embed_words)]
             score = (
                 similarity
                 + self.lexical_weight * lexical_overlap(terms, span.text)
@@ -458,4 +322,4 @@ def _render(chosen: list[Scored], *, answerer: str) -> Answer:
     return Answer(text=" ".join(parts), cited=cited, answerer=answerer)
 
 
-__all__ = ["ExtractiveAnswerer", "Span", "candidate_spans", "is_german", "list_items", "split_sentences"]
+__all__ = ["ExtractiveAnswerer", "is_german", "not_found_answer"]
