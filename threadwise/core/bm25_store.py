@@ -82,4 +82,5 @@ class BM25Store:
         docs, scores = self._model.retrieve(
             [known], k=min(k, len(self._ids)), show_progress=False, weight_mask=mask, n_threads=1
         )
-        return [(self._ids[int(d)], float(s)) for d, s in zip(docs[0], scores[0], strict=True) if s > 0]
+        hits = [(self._ids[int(d)], float(s)) for d, s in zip(docs[0], scores[0], strict=True) if s > 0]
+        return sorted(hits, key=lambda h: (-h[1], h[0]))  # equal scores by id: independent of insertion order
