@@ -8,7 +8,7 @@ import pytest
 
 from threadwise.core.answering import NOT_FOUND, NOT_FOUND_DE
 from threadwise.core.embedders import UniversalSentenceEncoder
-from threadwise.core.extractive import ExtractiveAnswerer, is_german
+from threadwise.core.extractive import ExtractiveAnswerer, expected_answer_type, has_answer_type, is_german
 from threadwise.core.page import Evidence, EvidenceKind
 from threadwise.core.spans import list_items, split_sentences, verbalized_cells
 
@@ -213,3 +213,44 @@ def test_verbalized_table_lines_give_their_cells_back() -> None:
 )
 def test_language_guess(question: str, german: bool) -> None:
     assert is_german(question) is german
+
+
+def test_a_heading_that_repeats_the_question_is_not_the_answer(answerer: ExtractiveAnswerer) -> None:
+    faq = evidence(
+        "What is TBOOT?\nTBOOT is the reference program from Intel for driving the Intel TXT hardware.",
+        title="TBOOT",
+    )
+    answer = answerer.answer("What is TBOOT?", [faq])
+    assert answer.text.startswith("TBOOT is the reference program from Intel")
+
+
+def test_when_questions_prefer_the_sentence_with_a_date(answerer: ExtractiveAnswerer) -> None:
+    minutes = evidence(
+        "The VirtIO Argo planning meeting discussed the design of the driver. "
+        "The VirtIO Argo planning meeting was held on Friday 17th July, 2020.",
+        title="VirtIO Argo planning meeting",
+    )
+    assert "17th July, 2020" in answerer.answer("When was the VirtIO Argo planning meeting?", [minutes]).text
+
+
+@pytest.mark.parametrize(
+    ("question", "kind"),
+    [
+        ("When was the meeting held?", "date"),
+        ("Wann fand das Treffen statt?", "date"),
+        ("How many people attended?", "number"),
+        ("Wie viele Personen waren da?", "number"),
+        ("Who wrote the document?", "person"),
+        ("Von wem wurde das Dokument geschrieben?", "person"),
+        ("What is TBOOT?", None),
+    ],
+)
+def test_expected_answer_type(question: str, kind: str | None) -> None:
+    assert expected_answer_type(question) == kind
+
+
+def test_answer_type_patterns() -> None:
+    assert has_answer_type("date", "Last updated: Oct 19, 2017")
+    assert has_answer_type("number", "two techniques")
+    assert has_answer_type("person", "Owned by Rich Persaud")
+    assert not has_answer_type("person", "The Board decides monthly")
