@@ -250,7 +250,9 @@ def test_clusters_by_raw_text_and_embeds_in_two_batches() -> None:
     assert [c.positions for c in expl.clusters] == [(1,), (2, 4), (3,)]
     raw, contextualized = [e.text for e in evidences], [e.context_text for e in evidences]
     assert embedder.batches[0] == raw + contextualized  # one call for both views of the evidence
-    assert len(embedder.batches) == 2 and len(embedder.batches[1]) == 2 + 3  # a, q + a, q + a_i per cluster
+    # then a, q + a and q + a_i per cluster, each distinct text once: removing 1 or 3 leaves q + a unchanged
+    answers = [ANSWER_TEXT, f"{QUESTION} {ANSWER_TEXT}", f"{QUESTION} {NOT_FOUND}"]
+    assert embedder.batches[1:] == [answers]
 
     # the index's context vectors are used for the naive baseline instead of embedding them again
     embedder.batches.clear()

@@ -51,6 +51,9 @@ DEFAULT_MIN_SAMPLES = 2
 # counterfactual shares so both distributions read alike. Accuracy only uses the argmax, which t does not
 # change.
 NAIVE_TEMPERATURE = DEFAULT_TEMPERATURE
+# Evidences are clustered by their first words only: a whole table can run to thousands of words, which costs
+# the embedder seconds, and texts that agree on their first 128 words are near-duplicates anyway.
+CLUSTER_WORDS = 128
 # Counterfactual answer calls in flight at once: 10 evidences x 3 repeats all go out together, so Explain
 # takes about one answer call's latency. Lower it for an endpoint with tight rate limits.
 DEFAULT_MAX_WORKERS = 30
@@ -213,19 +216,27 @@ def _unit(vectors: np.ndarray) -> np.ndarray:
 def _evidence_vectors(
     evidences: Sequence[Evidence], embedder: Embedder, context_embeddings: np.ndarray | None
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Unit vectors of the raw texts (to cluster by content) and of the contextualized texts (naive baseline).
+    """Unit vectors of the raw texts' starts (to cluster by content) and of the contextualized texts (naive).
 
     One embedding call for whatever is not given.
     """
     if not evidences:
         return np.zeros((0, 1), dtype=np.float32), np.zeros((0, 1), dtype=np.float32)
-    texts = [e.text for e in evidences]
+    texts = [" ".join(e.text.split()[:CLUSTER_WORDS]) for e in evidences]
     if context_embeddings is None:
         both = _unit(embedder.embed(texts + [e.context_text for e in evidences]))
         return both[: len(evidences)], both[len(evidences) :]
     if len(context_embeddings) != len(evidences):
         raise ValueError(f"{len(context_embeddings)} evidence embeddings for {len(evidences)} evidences")
     return _unit(embedder.embed(texts)), _unit(context_embeddings)
+
+
+def _embed_distinct(embedder: Embedder, texts: Sequence[str]) -> np.ndarray:
+    """Unit vectors of `texts`, embedding each distinct text once: a deterministic answerer mostly gives the
+    same answer again, so most counterfactual answers repeat one another."""
+    distinct = list(dict.fromkeys(texts))
+    vectors = dict(zip(distinct, _unit(embedder.embed(distinct)), strict=True))
+    return np.stack([vectors[t] for t in texts])
 
 
 def _run_counterfactuals(
@@ -285,7 +296,7 @@ def explain(
     answered = [r for r in results if r.text is not None]
     plain = strip_citations(answer.text)
     texts = [plain, f"{question} {plain}"] + [f"{question} {strip_citations(r.text or '')}" for r in answered]
-    vectors = _unit(embedder.embed(texts)) if evidences else np.zeros((len(texts), 1), dtype=np.float32)
+    vectors = _embed_distinct(embedder, texts) if evidences else np.zeros((len(texts), 1), dtype=np.float32)
     t3 = time.perf_counter()
 
     reference = vectors[1]
@@ -294,7 +305,8 @@ def explain(
         similarities[r.cluster].append(float(np.clip(vector @ reference, -1.0, 1.0)))
     naive = softmax([float(v @ vectors[0]) for v in context_vectors], naive_temperature)
 
-    contributions = {i: max(0.0, 1.0 - float(np.mean(s))) for i, s in similarities.items() if s}
+    # rounded, so that float32 noise between equal answers does not decide ties (the naive score does)
+    contributions = {i: round(max(0.0, 1.0 - float(np.mean(s))), 6) for i, s in similarities.items() if s}
     scored = sorted(contributions)
     shares = dict(zip(scored, softmax([contributions[i] for i in scored], temperature), strict=True))
     degenerate = bool(scored) and len(groups) > 1 and all(contributions[i] < UNCHANGED for i in scored)
