@@ -56,7 +56,7 @@ class UniversalSentenceEncoder(_LazyModel):
     dim = 512
     max_tokens = 2048  # no hard cut, but long texts dilute: contextualization keeps evidence near the front
 
-    def __init__(self, *, threads: int = 2, batch_size: int = 256) -> None:
+    def __init__(self, *, threads: int = 1, batch_size: int = 256) -> None:
         super().__init__()
         self.threads = threads
         self.batch_size = batch_size
