@@ -17,12 +17,12 @@ chat: setup
 	$(BIN)/threadwise chat
 
 lint: setup
-	$(BIN)/ruff check threadwise tests
-	$(BIN)/ruff format --check threadwise tests
+	$(BIN)/ruff check threadwise tests bench
+	$(BIN)/ruff format --check threadwise tests bench
 	$(BIN)/mypy
 
 test: lint
 	$(BIN)/pytest -q -p no:cacheprovider
 
 bench: setup
-	$(BIN)/python bench/run_all.py
+	bash bench/run_all.sh

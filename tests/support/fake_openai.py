@@ -175,7 +175,7 @@ class FakeOpenAI:
 
     def start(self) -> FakeOpenAI:
         handler = type("Handler", (_Handler,), {"fake": self})
-        self._server = ThreadingHTTPServer((self.host, self.port), handler)
+        self._server = _Server((self.host, self.port), handler)
         self._server.daemon_threads = True
         self._thread = threading.Thread(
             target=self._server.serve_forever, kwargs={"poll_interval": 0.02}, name="fake-openai", daemon=True
@@ -255,6 +255,12 @@ _ERROR_TEXT = {
     500: ("The server had an error while processing your request.", "server_error", None),
     503: ("The engine is currently overloaded.", "server_error", None),
 }
+
+
+class _Server(ThreadingHTTPServer):
+    # The standard backlog of 5 drops connections when Explain opens 30 at once: the client's SYN is
+    # retried a second later, which measures the kernel, not the code. Real LLM servers listen with more.
+    request_queue_size = 128
 
 
 class _Handler(BaseHTTPRequestHandler):

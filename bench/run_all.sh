@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Every number in the README's Benchmarks section, measured on this machine with the offline default.
+# Reads ConfQuestions from ../shared/confquestions; writes JSON reports to bench-out/ (ignored by git).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+T=.venv/bin/threadwise
+OUT=bench-out
+mkdir -p "$OUT"
+export THREADWISE_DATA_DIR="$OUT/data"
+
+# Retrieval, answers and explanations (the first run builds the eval index: its index_seconds is the indexing time)
+$T eval --questions completed --lang en --answers --explain --out "$OUT/completed-en.json"
+$T eval --questions completed --lang de --answers --explain --out "$OUT/completed-de.json"
+$T eval --questions conversational --lang en --answers --out "$OUT/conversational-en.json"
+$T eval --questions conversational --lang de --answers --out "$OUT/conversational-de.json"
+
+# Ablations (like the paper's Tables 2 and 4); each context/linearizer/table setting indexes its own collection
+for mode in lexical dense; do $T eval --mode "$mode" --out "$OUT/mode-$mode.json"; done
+for ctx in NONE TTL HDR BEF AFT; do $T eval --context "$ctx" --out "$OUT/context-$ctx.json"; done
+for lin in piped markdown html plaintext; do $T eval --linearizer "$lin" --out "$OUT/linearizer-$lin.json"; done
+for tables in rows tables; do $T eval --tables "$tables" --out "$OUT/tables-$tables.json"; done
+
+# Confluence sync through HTTP, the Slack bot under load
+.venv/bin/python bench/sync_bench.py --json "$OUT/sync.json"
+.venv/bin/python bench/slack_bench.py --out "$OUT/slack.json"
+.venv/bin/python bench/explain_llm_bench.py --latency 0.5 > "$OUT/explain-llm.json"
