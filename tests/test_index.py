@@ -11,14 +11,30 @@ from threadwise.core.retrieval import RetrievalOptions, Retriever, reciprocal_ra
 
 
 def page(pid: str, body: str, *, version: int = 1, space: str = "ENG", title: str = "") -> Page:
-    return Page(id=pid, space=space, title=title or f"Page {pid}", url=f"https://wiki/p/{pid}", body=body,
-                version=version)
+    return Page(
+        id=pid,
+        space=space,
+        title=title or f"Page {pid}",
+        url=f"https://wiki/p/{pid}",
+        body=body,
+        version=version,
+    )
 
 
 def evidences(p: Page, texts: list[str]) -> list[Evidence]:
     return [
-        Evidence(id=f"{p.id}:{i}", page_id=p.id, space=p.space, page_title=p.title, url=p.url,
-                 page_version=p.version, kind="passage", position=i, text=t, context_text=f"{p.title}\n{t}")
+        Evidence(
+            id=f"{p.id}:{i}",
+            page_id=p.id,
+            space=p.space,
+            page_title=p.title,
+            url=p.url,
+            page_version=p.version,
+            kind="passage",
+            position=i,
+            text=t,
+            context_text=f"{p.title}\n{t}",
+        )
         for i, t in enumerate(texts)
     ]
 
@@ -31,7 +47,9 @@ def open_index(tmp_path: Path) -> EvidenceIndex:
     return EvidenceIndex(directory=tmp_path / "idx", embedder=HashingEmbedder())
 
 
-def top_page(index: EvidenceIndex, query: str, mode: str = "hybrid", spaces: list[str] | None = None) -> str | None:
+def top_page(
+    index: EvidenceIndex, query: str, mode: str = "hybrid", spaces: list[str] | None = None
+) -> str | None:
     r = Retriever(index=index, embedder=index.embedder, options=RetrievalOptions(mode=mode))  # type: ignore[arg-type]
     got = r.retrieve(query, spaces)
     return got.evidences[0].page_id if got.evidences else None
