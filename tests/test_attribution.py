@@ -19,9 +19,11 @@ from threadwise.core.attribution import (
     cluster_evidences,
     explain,
     explanation_accuracy,
+    merge_contained_evidence,
     naive_accuracy,
     render_explanation,
     share_bar,
+    top_source,
 )
 from threadwise.core.page import Evidence
 from threadwise.core.protocols import ChatError
@@ -129,6 +131,39 @@ def test_clustering_edge_cases() -> None:
     assert cluster_evidences(same, min_samples=3) == [[0], [1]]
 
 
+TABLE = "Row 1 in Table 1: Platform is Dell Latitude 7490, and TPM is 2.0\nRow 2 in Table 1: Platform is Dell Optiplex 7040, and TPM is 2.0"
+ROW = "Row 2 in Table 1: Platform is Dell Optiplex 7040, and TPM is 2.0"
+
+
+def test_a_table_and_its_rows_are_clustered_together() -> None:
+    texts = [TABLE, FILLERS[0], ROW, "TPM is 2.0"]  # the last is too short to count as contained
+    assert merge_contained_evidence([[0], [1], [2], [3]], texts) == [[0, 2], [1], [3]]
+    assert merge_contained_evidence([[0, 1], [2], [3]], [FILLERS[0], FILLERS[0], ROW, TABLE]) == [
+        [0, 1],
+        [2, 3],
+    ]
+
+    # Through explain: removing the row alone changes nothing (the table still says it), so only the
+    # pair explains the answer.
+    evidences = sources(FILLERS[0], TABLE, FILLERS[1], ROW)
+    answerer = KeywordAnswerer("7040")
+    expl = explain_own_answer(answerer, evidences)
+    top = max(expl.clusters, key=lambda c: c.share)
+    assert top.positions == (2, 4) and top.share > 0.95
+    assert len(explain_own_answer(answerer, evidences, merge_contained=False).clusters) == 4
+
+
+def test_ties_go_to_the_cited_source_then_the_better_ranked_one() -> None:
+    evidences = sources(FILLERS[0], ANSWER_TEXT, FILLERS[1], ANSWER_TEXT)
+    answerer = KeywordAnswerer("TPM")
+    cites_four = Answer(text=f"{ANSWER_TEXT} [Source 4]", cited=(4,))
+    top = top_source(explain_own_answer(answerer, evidences, cites_four))
+    assert top is not None and top.position == 4
+    uncited = Answer(text=ANSWER_TEXT)
+    top = top_source(explain_own_answer(answerer, evidences, uncited))
+    assert top is not None and top.position == 2
+
+
 # --- the algorithm ----------------------------------------------------------------------------------------
 
 
@@ -176,7 +211,7 @@ def test_redundant_copies_are_removed_together() -> None:
     assert unclustered.degenerate
     assert unclustered.evidence_shares == pytest.approx((0.25, 0.25, 0.25, 0.25))
     assert "unchanged" in unclustered.note
-    # with no causal signal the top source falls back to the one most similar to the answer
+    # with no causal signal the top source falls back to the cited one
     assert explanation_accuracy(unclustered, {"p2", "p4"})
 
 

@@ -54,6 +54,8 @@ NAIVE_TEMPERATURE = DEFAULT_TEMPERATURE
 # Evidences are clustered by their first words only: a whole table can run to thousands of words, which costs
 # the embedder seconds, and texts that agree on their first 128 words are near-duplicates anyway.
 CLUSTER_WORDS = 128
+# An evidence of at least this many words whose text sits inside another's is clustered with it.
+MIN_CONTAINED_WORDS = 5
 # Counterfactual answer calls in flight at once: 10 evidences x 3 repeats all go out together, so Explain
 # takes about one answer call's latency. Lower it for an endpoint with tight rate limits.
 DEFAULT_MAX_WORKERS = 30
@@ -108,6 +110,7 @@ class Explanation:
 
     question: str
     answer: str
+    cited: tuple[int, ...]  # the source numbers the answer cites
     clusters: tuple[ClusterAttribution, ...]  # in cluster-number order
     evidence_shares: tuple[float, ...]  # by source position (index 0 = [Source 1]): its cluster's share
     naive_shares: tuple[float, ...]  # by source position
@@ -150,6 +153,7 @@ class Explanation:
                 "clusters": clusters,
                 "evidence_shares": tuple(data["evidence_shares"]),
                 "naive_shares": tuple(data["naive_shares"]),
+                "cited": tuple(data["cited"]),
                 "pages": tuple(PageShare(**p) for p in data["pages"]),
                 "timings_ms": dict(data.get("timings_ms", {})),
             }
@@ -175,6 +179,31 @@ def cluster_evidences(
         key = int(label) if label >= 0 else -1 - i  # each noise point is its own group
         groups.setdefault(key, []).append(i)
     return sorted(groups.values(), key=lambda members: members[0])
+
+
+def merge_contained_evidence(groups: Sequence[Sequence[int]], texts: Sequence[str]) -> list[list[int]]:
+    """Join the clusters of two evidences when one's text contains the other's, such as a whole table and
+    one of its rows: removing either alone leaves the content in the prompt. Embeddings miss this (a row and
+    its 40-row table lie far apart). Texts under `MIN_CONTAINED_WORDS` words are not matched."""
+    flat = [" ".join(t.split()) for t in texts]
+    cluster_of = {k: i for i, group in enumerate(groups) for k in group}
+    root = list(range(len(groups)))
+
+    def find(i: int) -> int:
+        while root[i] != i:
+            i = root[i]
+        return i
+
+    for small, inner in enumerate(flat):
+        if len(inner.split()) < MIN_CONTAINED_WORDS:
+            continue
+        for big, outer in enumerate(flat):
+            if big != small and len(outer) > len(inner) and inner in outer:
+                root[find(cluster_of[small])] = find(cluster_of[big])
+    merged: dict[int, list[int]] = {}
+    for i, group in enumerate(groups):
+        merged.setdefault(find(i), []).extend(group)
+    return sorted((sorted(members) for members in merged.values()), key=lambda members: members[0])
 
 
 def softmax(scores: Sequence[float], temperature: float) -> list[float]:
@@ -270,6 +299,7 @@ def explain(
     naive_temperature: float = NAIVE_TEMPERATURE,
     eps: float = DEFAULT_EPS,
     min_samples: int = DEFAULT_MIN_SAMPLES,
+    merge_contained: bool = True,
     max_workers: int = DEFAULT_MAX_WORKERS,
     evidence_embeddings: np.ndarray | None = None,
 ) -> Explanation:
@@ -287,6 +317,8 @@ def explain(
 
     t0 = time.perf_counter()
     groups = cluster_evidences(content_vectors, eps=eps, min_samples=min_samples)
+    if merge_contained:
+        groups = merge_contained_evidence(groups, [e.text for e in evidences])
     t1 = time.perf_counter()
     results = _run_counterfactuals(question, evidences, groups, answerer, repeats=m, max_workers=max_workers)
     t2 = time.perf_counter()
@@ -335,6 +367,7 @@ def explain(
     return Explanation(
         question=question,
         answer=answer.text,
+        cited=tuple(answer.cited),
         clusters=tuple(clusters),
         evidence_shares=tuple(evidence_shares),
         naive_shares=tuple(naive),
@@ -399,14 +432,14 @@ def _note(clusters: Sequence[ClusterAttribution], degenerate: bool, answer: Answ
 
 
 def top_source(expl: Explanation) -> SourceRef | None:
-    """The evidence with the highest share; ties (e.g. within a cluster, or a degenerate result) go to the
-    one most similar to the answer (the naive score), then to the better-ranked source."""
+    """The evidence with the highest share. Ties (the members of one cluster, or a degenerate result) go to
+    a source the answer cites, then to the better-ranked one: the answerer's and the retriever's word."""
     sources = expl.sources()
     if not sources:
         return None
     return max(
         sources,
-        key=lambda s: (expl.evidence_shares[s.position - 1], expl.naive_shares[s.position - 1], -s.position),
+        key=lambda s: (expl.evidence_shares[s.position - 1], s.position in expl.cited, -s.position),
     )
 
 
@@ -456,8 +489,7 @@ def render_explanation(expl: Explanation, *, show_answers: bool = False) -> str:
     ]
     if expl.note:
         lines.append(expl.note)
-    naive_of = {c.index: max(expl.naive_shares[p - 1] for p in c.positions) for c in expl.clusters}
-    ordered = sorted(expl.clusters, key=lambda c: (not c.scored, -c.share, -naive_of[c.index], c.index))
+    ordered = sorted(expl.clusters, key=lambda c: (not c.scored, -c.share, c.index))
     for c in ordered:
         sources = ", ".join(f"[{s.position}] {s.label}" for s in c.sources)
         if c.scored:
