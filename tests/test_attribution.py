@@ -255,6 +255,16 @@ def test_monte_carlo_repeats_are_averaged() -> None:
     assert expl.clusters[1].share > expl.clusters[0].share
 
 
+def test_slight_changes_only_get_a_caveat() -> None:
+    evidences = sources(FILLERS[0], ANSWER_TEXT)
+    reworded = f"{ANSWER_TEXT} (TPM)"  # the same answer with an aside
+    replies = {"p1:1": [ANSWER_TEXT] * 3, "p2:2": [reworded] * 3}
+    answerer = ScriptedAnswerer(evidences, replies)
+    expl = explain(QUESTION, Answer(text=ANSWER_TEXT), evidences, answerer=answerer, embedder=HashEmbedder())
+    assert 0 < (expl.clusters[1].contribution or 0) < 0.02 and not expl.degenerate
+    assert "changed the answer only slightly" in expl.note
+
+
 def test_lower_temperature_sharpens_the_distribution() -> None:
     evidences = sources(FILLERS[0], ANSWER_TEXT, FILLERS[2])
     answerer = KeywordAnswerer("TPM")

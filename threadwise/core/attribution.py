@@ -59,6 +59,8 @@ MIN_CONTAINED_WORDS = 5
 # Counterfactual answer calls in flight at once: 10 evidences x 3 repeats all go out together, so Explain
 # takes about one answer call's latency. Lower it for an endpoint with tight rate limits.
 DEFAULT_MAX_WORKERS = 30
+# The largest contribution below this gets a caveat: no removal changed the answer much.
+SLIGHT_CHANGE = 0.02
 # A contribution below this counts as "the answer did not change".
 UNCHANGED = 1e-4
 
@@ -409,6 +411,7 @@ def _page_roll_up(clusters: Sequence[ClusterAttribution]) -> tuple[PageShare, ..
 
 def _note(clusters: Sequence[ClusterAttribution], degenerate: bool, answer: Answer) -> str:
     unscored = [c.index for c in clusters if not c.scored]
+    scored = [c for c in clusters if c.scored]
     if clusters and len(unscored) == len(clusters):
         return "No counterfactual answer could be computed, so the answer cannot be attributed."
     parts = []
@@ -420,6 +423,11 @@ def _note(clusters: Sequence[ClusterAttribution], degenerate: bool, answer: Answ
                 "Removing any one group of sources left the answer unchanged: it does not rest on a single "
                 "source (it may be stated in several, or not come from the sources at all)."
             )
+    elif len(scored) > 1 and max(c.contribution or 0.0 for c in scored) < SLIGHT_CHANGE:
+        parts.append(
+            "Removing any one group of sources changed the answer only slightly, so the shares lie close "
+            "together: the answer is likely stated in several sources."
+        )
     if unscored:
         parts.append(
             f"Cluster{'s' if len(unscored) > 1 else ''} {', '.join(map(str, unscored))} could not be scored."
