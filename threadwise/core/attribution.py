@@ -26,14 +26,14 @@ from __future__ import annotations
 import time
 from collections.abc import Collection, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field
-from typing import Any
+from dataclasses import dataclass
 
 import numpy as np
 from sklearn.cluster import DBSCAN
 
 from threadwise.core.answering import Answer, Answerer
 from threadwise.core.citations import strip_citations
+from threadwise.core.explanation import ClusterAttribution, Explanation, PageShare, SourceRef
 from threadwise.core.page import Evidence
 from threadwise.core.protocols import Embedder
 
@@ -63,103 +63,6 @@ DEFAULT_MAX_WORKERS = 30
 SLIGHT_CHANGE = 0.02
 # A contribution below this counts as "the answer did not change".
 UNCHANGED = 1e-4
-
-
-@dataclass(frozen=True)
-class SourceRef:
-    """One evidence as the explanation shows it: its source number in the answer prompt, and where it is from."""
-
-    position: int  # 1-based source number, as in "[Source N]"
-    evidence_id: str
-    page_id: str
-    page_title: str
-    url: str
-    label: str  # "Page title (row 7)"
-    kind: str
-
-
-@dataclass(frozen=True)
-class ClusterAttribution:
-    """A group of redundant evidences, removed together, and what removing it did to the answer."""
-
-    index: int  # 1-based; clusters are numbered by their best-ranked source
-    sources: tuple[SourceRef, ...]
-    share: float  # attribution, 0..1 (0 when unscored)
-    contribution: float | None  # c_i = 1 - mean similarity; None when unscored
-    similarities: tuple[float, ...]  # s_ij of the repeats that could be answered
-    counterfactual_answers: tuple[str, ...]  # a_ij, the answers without this cluster
-    scored: bool = True
-    error: str = ""  # why (some) counterfactual calls failed
-
-    @property
-    def positions(self) -> tuple[int, ...]:
-        return tuple(s.position for s in self.sources)
-
-
-@dataclass(frozen=True)
-class PageShare:
-    """The attribution rolled up to a page."""
-
-    page_id: str
-    page_title: str
-    url: str
-    share: float
-
-
-@dataclass(frozen=True)
-class Explanation:
-    """The result of Explain: store it with the turn (`to_dict`), show it with `render_explanation`."""
-
-    question: str
-    answer: str
-    cited: tuple[int, ...]  # the source numbers the answer cites
-    clusters: tuple[ClusterAttribution, ...]  # in cluster-number order
-    evidence_shares: tuple[float, ...]  # by source position (index 0 = [Source 1]): its cluster's share
-    naive_shares: tuple[float, ...]  # by source position
-    pages: tuple[PageShare, ...]  # largest share first
-    degenerate: bool  # no removal changed the answer: the shares are uniform and say nothing
-    note: str  # one sentence for users when the shares need a caveat ("" otherwise)
-    answer_calls: int  # counterfactual answer calls made, retries included
-    repeats: int
-    temperature: float
-    naive_temperature: float
-    eps: float
-    min_samples: int
-    answerer: str = ""
-    embedder: str = ""
-    timings_ms: dict[str, float] = field(default_factory=dict)  # cluster, counterfactual, embed, total
-
-    def sources(self) -> list[SourceRef]:
-        """All evidences, by source position."""
-        return sorted((s for c in self.clusters for s in c.sources), key=lambda s: s.position)
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Explanation:
-        clusters = tuple(
-            ClusterAttribution(
-                **{
-                    **c,
-                    "sources": tuple(SourceRef(**s) for s in c["sources"]),
-                    "similarities": tuple(c["similarities"]),
-                    "counterfactual_answers": tuple(c["counterfactual_answers"]),
-                }
-            )
-            for c in data["clusters"]
-        )
-        return cls(
-            **{
-                **data,
-                "clusters": clusters,
-                "evidence_shares": tuple(data["evidence_shares"]),
-                "naive_shares": tuple(data["naive_shares"]),
-                "cited": tuple(data["cited"]),
-                "pages": tuple(PageShare(**p) for p in data["pages"]),
-                "timings_ms": dict(data.get("timings_ms", {})),
-            }
-        )
 
 
 # ---------------------------------------------------------------------------------------------------------
