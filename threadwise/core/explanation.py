@@ -100,7 +100,7 @@ class Explanation:
                 "clusters": clusters,
                 "evidence_shares": tuple(data["evidence_shares"]),
                 "naive_shares": tuple(data["naive_shares"]),
-                "cited": tuple(data["cited"]),
+                "cited": tuple(data.get("cited", ())),  # absent in explanations stored before it was kept
                 "pages": tuple(PageShare(**p) for p in data["pages"]),
                 "timings_ms": dict(data.get("timings_ms", {})),
             }
