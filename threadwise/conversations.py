@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from threadwise.core.attribution import Explanation, explain, render_explanation
+from threadwise.core.attribution import DEFAULT_MAX_WORKERS, Explanation, explain, render_explanation
 from threadwise.core.completion import PastTurn
 from threadwise.core.index import EvidenceIndex
 from threadwise.core.page import Evidence
@@ -177,7 +177,7 @@ class ConversationService:
         store: ConversationStore,
         index: EvidenceIndex,
         counterfactual_answerer: Callable[[], Any] | None = None,
-        explain_workers: int = 8,
+        explain_workers: int = DEFAULT_MAX_WORKERS,
     ) -> None:
         self.pipeline = pipeline
         self.store = store
