@@ -145,38 +145,34 @@ class EvidenceIndex:
         vectors = self.embedder.embed([e.context_text[: self.embed_chars] for e in evidences])
         with self._write_lock:
             self.chroma.add(evidences, vectors, page.content_hash)
-            with self._manifest() as db:
-                db.execute("BEGIN IMMEDIATE")
-                db.execute(
-                    "INSERT OR REPLACE INTO pages VALUES (?, ?, ?, ?, ?, ?)",
-                    (page.id, page.space, page.version, page.content_hash, page.title, len(evidences)),
-                )
-                db.execute("UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key='generation'")
-                db.execute("COMMIT")
+            self._switch(
+                "INSERT OR REPLACE INTO pages VALUES (?, ?, ?, ?, ?, ?)",
+                (page.id, page.space, page.version, page.content_hash, page.title, len(evidences)),
+            )
             self.chroma.delete_where(
                 {"$and": [{"page_id": page.id}, {"page_hash": {"$ne": page.content_hash}}]}
             )
         self.embedded_pages += 1
         return True
 
+    def _switch(self, sql: str, args: tuple[Any, ...]) -> None:
+        """Change the manifest and move the generation on, in one transaction: the moment a change takes effect."""
+        with self._manifest() as db:
+            db.execute("BEGIN IMMEDIATE")
+            db.execute(sql, args)
+            db.execute("UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key='generation'")
+            db.execute("COMMIT")
+
     def delete_page(self, page_id: str) -> None:
         with self._write_lock:
-            with self._manifest() as db:
-                db.execute("BEGIN IMMEDIATE")
-                db.execute("DELETE FROM pages WHERE page_id = ?", (page_id,))
-                db.execute("UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key='generation'")
-                db.execute("COMMIT")
+            self._switch("DELETE FROM pages WHERE page_id = ?", (page_id,))
             self.chroma.delete_where({"page_id": page_id})
 
     def delete_space(self, space: str) -> int:
         """Remove all of a space's pages; returns how many pages went."""
         ids = list(self.page_states(space))
         with self._write_lock:
-            with self._manifest() as db:
-                db.execute("BEGIN IMMEDIATE")
-                db.execute("DELETE FROM pages WHERE space = ?", (space,))
-                db.execute("UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key='generation'")
-                db.execute("COMMIT")
+            self._switch("DELETE FROM pages WHERE space = ?", (space,))
             self.chroma.delete_where({"space": space})
         return len(ids)
 
