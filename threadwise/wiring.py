@@ -118,7 +118,8 @@ class Threadwise:
     # ----- state -----
     @cached_property
     def sessions(self) -> Any:
-        from threadwise.db.base import make_engine, make_sessions, upgrade
+        from threadwise.db.base import make_engine, make_sessions
+        from threadwise.db.schema import upgrade
 
         self.settings.data_dir.mkdir(parents=True, exist_ok=True)
         engine = make_engine(self.settings.database_url)

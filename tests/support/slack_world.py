@@ -26,8 +26,9 @@ from threadwise.core.indexing import index_pages
 from threadwise.core.page import Page
 from threadwise.core.pipeline import Pipeline
 from threadwise.core.retrieval import Retriever
-from threadwise.db.base import make_engine, make_sessions, upgrade
+from threadwise.db.base import make_engine, make_sessions
 from threadwise.db.conversations import ConversationStore
+from threadwise.db.schema import upgrade
 from threadwise.sync.admin import AdminService
 
 SIGNING_SECRET = "8f742231b10e8888abcd99yyyzzz85a5"

@@ -21,7 +21,8 @@ from threadwise.connectors.scope import SpaceScope
 from threadwise.core.embedders import HashingEmbedder
 from threadwise.core.index import EvidenceIndex
 from threadwise.core.protocols import Embedder
-from threadwise.db.base import make_engine, make_sessions, upgrade
+from threadwise.db.base import make_engine, make_sessions
+from threadwise.db.schema import upgrade
 from threadwise.sync.admin import AdminService
 from threadwise.sync.sync import SpaceSyncer
 

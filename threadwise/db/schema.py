@@ -1,0 +1,37 @@
+"""Schema upgrades: create missing tables and add missing columns; never drop stored data."""
+
+from __future__ import annotations
+
+from sqlalchemy import Engine, inspect, text
+from sqlalchemy.orm import Session
+
+import threadwise.db.conversations  # noqa: F401  (importing a table module registers its tables on Base)
+import threadwise.db.sync_tables  # noqa: F401
+from threadwise.db.base import SCHEMA_VERSION, Base, SchemaInfo
+
+
+def upgrade(engine: Engine) -> int:
+    """Create missing tables and apply additive migrations; never drops data. Returns the schema version."""
+    Base.metadata.create_all(engine)
+    _add_missing_columns(engine)
+    with Session(engine) as s, s.begin():
+        row = s.get(SchemaInfo, "version")
+        if row is None:
+            s.add(SchemaInfo(key="version", value=str(SCHEMA_VERSION)))
+        elif int(row.value) < SCHEMA_VERSION:
+            row.value = str(SCHEMA_VERSION)
+    return SCHEMA_VERSION
+
+
+def _add_missing_columns(engine: Engine) -> None:
+    """Additive migration: a column that a newer release added to a model is added to the old table, nullable."""
+    insp = inspect(engine)
+    for table in Base.metadata.sorted_tables:
+        if not insp.has_table(table.name):
+            continue
+        have = {c["name"] for c in insp.get_columns(table.name)}
+        for col in table.columns:
+            if col.name not in have:
+                ddl = f'ALTER TABLE {table.name} ADD COLUMN "{col.name}" {col.type.compile(engine.dialect)}'
+                with engine.begin() as conn:
+                    conn.execute(text(ddl))
