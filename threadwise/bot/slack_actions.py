@@ -18,6 +18,7 @@ from slack_sdk.errors import SlackApiError
 
 from threadwise.bot import blocks
 from threadwise.bot.admin_commands import HELP, is_instant
+from threadwise.bot.question import Question
 from threadwise.conversations import TurnView
 from threadwise.trace_render import render_trace
 
@@ -203,8 +204,6 @@ def _full_answer(bot: SlackBot, ack: Any, body: dict[str, Any], action: dict[str
 
 def _retry(bot: SlackBot, ack: Any, body: dict[str, Any], action: dict[str, Any]) -> None:
     """Ask a failed question again, in place of the failure message."""
-    from threadwise.bot.slack_app import Question
-
     ack()
     where, turn_id = _Where(body), _turn_id(action.get("value"))
     turn = bot.conversations.get_turn(turn_id) if turn_id is not None else None
@@ -216,8 +215,6 @@ def _retry(bot: SlackBot, ack: Any, body: dict[str, Any], action: dict[str, Any]
 
 def _follow_up(bot: SlackBot, ack: Any, body: dict[str, Any], action: dict[str, Any]) -> None:
     """A suggested follow-up, asked in the thread in the name of the user who pressed it (once per message)."""
-    from threadwise.bot.slack_app import Question
-
     ack()
     where = _Where(body)
     text = str(action.get("value") or "").strip()

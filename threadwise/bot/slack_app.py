@@ -30,14 +30,14 @@ from threadwise.bot.admin_commands import AdminCheck, AdminCommands
 from threadwise.bot.home import home_view
 from threadwise.bot.mrkdwn import mentions_other_user, plain_question
 from threadwise.bot.pool import Activity, TrackedPool
+from threadwise.bot.question import PLATFORM, Question
+from threadwise.bot.slack_actions import register_actions
 from threadwise.conversations import ConversationService
-from threadwise.db.conversations import ThreadKey
 from threadwise.sync.admin import AdminService
 
 log = logging.getLogger(__name__)
 
 DEFAULT_API_URL = "https://slack.com/api/"
-PLATFORM = "slack"
 EMPTY_QUESTION = (
     "Hi! Ask me a question about your Confluence pages, for example "
     "_@Threadwise how do I request a new laptop?_ I'll answer in the thread."
@@ -104,21 +104,6 @@ def make_client(settings: SlackSettings) -> WebClient:
     return client
 
 
-@dataclass(frozen=True)
-class Question:
-    """One question to answer in a thread."""
-
-    team: str
-    channel: str
-    thread_ts: str
-    user: str
-    text: str
-
-    @property
-    def key(self) -> ThreadKey:
-        return ThreadKey(PLATFORM, self.team, self.channel, self.thread_ts)
-
-
 class SlackBot:
     """The Bolt app (`.app`), its listeners, and the pool that does the slow work."""
 
@@ -161,8 +146,6 @@ class SlackBot:
             logger=bolt_log,
             name="threadwise",
         )
-        from threadwise.bot.slack_actions import register_actions
-
         self.app.event("app_mention")(self.on_mention)
         self.app.event("message")(self.on_message)
         self.app.event("app_home_opened")(self.on_home_opened)

@@ -1,0 +1,24 @@
+"""A question to answer in a Slack thread: the unit the bot's listeners and buttons hand to its workers."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from threadwise.db.conversations import ThreadKey
+
+PLATFORM = "slack"
+
+
+@dataclass(frozen=True)
+class Question:
+    """One question to answer in a thread."""
+
+    team: str
+    channel: str
+    thread_ts: str
+    user: str
+    text: str
+
+    @property
+    def key(self) -> ThreadKey:
+        return ThreadKey(PLATFORM, self.team, self.channel, self.thread_ts)
