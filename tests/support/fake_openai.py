@@ -291,6 +291,7 @@ class _Handler(BaseHTTPRequestHandler):
             started=time.monotonic(),
         )
         fake._record(record)
+        self._current = record
         try:
             record.status = self._serve(body)
         except (BrokenPipeError, ConnectionResetError):
@@ -332,6 +333,9 @@ class _Handler(BaseHTTPRequestHandler):
         )
 
     def _send_json(self, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None) -> int:
+        current = getattr(self, "_current", None)
+        if current is not None:  # recorded before the reply leaves: a client that got it finds it recorded
+            current.status = status
         data = json.dumps(payload).encode("utf-8")
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
