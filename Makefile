@@ -22,7 +22,7 @@ lint: setup
 	$(BIN)/mypy
 
 test: lint
-	$(BIN)/pytest -q -p no:cacheprovider
+	$(BIN)/pytest -p no:cacheprovider
 
 bench: setup
 	bash bench/run_all.sh
