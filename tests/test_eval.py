@@ -84,3 +84,54 @@ def test_eval_command_on_the_sample_wiki(tmp_path: Path, monkeypatch: pytest.Mon
         assert key in report
     assert main(args) == 0  # second run: cached index, nothing embedded
     assert json.loads(out.read_text())["pages_embedded"] == 0
+
+
+def test_eval_with_an_llm_runs_the_judge(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With an OpenAI-compatible endpoint configured, answers come from the LLM and the paper's judge scores them."""
+    from tests.support.fake_openai import FakeOpenAI, echo_first_source
+
+    def respond(body: dict) -> str:
+        system = body["messages"][0]["content"]
+        return "0.5" if "reference (gold) answer" in system else echo_first_source(body)
+
+    qa = [
+        {
+            "conv_id": "1",
+            "turns": [
+                {
+                    "turn_id": "1",
+                    "q_type": "simple",
+                    "a_source": "table",
+                    "a": "Alice",
+                    "q_en": "Who owns the release notes action item?",
+                    "completed_q_en": "Who owns the release notes action item?",
+                    "q_de": "x",
+                    "completed_q_de": "x",
+                    "a_url": ["https://wiki.example.com/spaces/ATLAS/pages/163840114/W"],
+                },
+            ],
+        }
+    ]
+    (tmp_path / "qa.json").write_text(json.dumps(qa))
+    with FakeOpenAI(respond=respond, api_key="") as server:
+        monkeypatch.setenv("THREADWISE_EMBEDDER", "hashing")
+        monkeypatch.setenv("THREADWISE_LLM_BASE_URL", server.url)
+        out = tmp_path / "report.json"
+        args = [
+            "--data-dir",
+            str(tmp_path / "data"),
+            "eval",
+            "--docs",
+            str(sample_wiki_dir()),
+            "--qa",
+            str(tmp_path / "qa.json"),
+            "--answers",
+            "--out",
+            str(out),
+        ]
+        assert main(args) == 0
+        systems = [r.body["messages"][0]["content"] for r in server.requests]
+    report = json.loads(out.read_text())
+    assert report["answer_relevance"] == 0.5 and report["judge_unparsed"] == 0
+    assert report["config"]["answerer"].startswith("llm:")
+    assert sum("reference (gold) answer" in s for s in systems) == 1  # one judged answer

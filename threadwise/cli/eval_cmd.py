@@ -61,6 +61,12 @@ def run(args: argparse.Namespace, build: Build) -> int:
         limit=args.limit,
     )
     app.embedder.warm_up()
+    judge = None
+    if args.answers and app.llm is not None:
+        from threadwise.core.judge import LLMJudge
+        from threadwise.core.llm_settings import make_chat
+
+        judge = LLMJudge(chat=make_chat(app.llm["judge"]))
     report = run_eval(
         cfg,
         pages,
@@ -69,6 +75,7 @@ def run(args: argparse.Namespace, build: Build) -> int:
         answerer=app.answerer if (args.answers or args.explain) else None,
         data_dir=app.settings.data_dir,
         reranker=app.reranker,
+        judge=judge,
         progress=lambda msg: print(msg, file=sys.stderr),
     )
     print_table(report)
@@ -93,6 +100,7 @@ def print_table(report: dict[str, Any]) -> None:
         "not_found_rate",
         "answer_ms_p50",
         "answer_ms_p95",
+        "answer_relevance",
         "attribution_accuracy",
         "naive_accuracy",
         "attribution_n",

@@ -82,6 +82,7 @@ def run_eval(
     answerer: Answerer | None,
     data_dir: Path,
     reranker: Reranker | None = None,
+    judge: Any = None,
     progress: Progress = lambda _msg: None,
 ) -> dict[str, Any]:
     """Evaluate retrieval (and optionally answers and explanations); returns the JSON-able report."""
@@ -165,6 +166,8 @@ def run_eval(
     }
     if predictions:
         report.update(_answer_report(predictions, answer_ms))
+        if judge is not None:
+            report.update(_judge_report(judge, predictions))
     if cfg.explain:
         report.update(_explain_report(explain_rows))
     return report
@@ -188,6 +191,16 @@ def _answer_report(predictions: Sequence[tuple[QATurn, str]], answer_ms: Sequenc
         "not_found_rate": round(s.not_found_rate, 4),
         "answer_ms_p50": round(_percentile(answer_ms, 0.5), 1),
         "answer_ms_p95": round(_percentile(answer_ms, 0.95), 1),
+    }
+
+
+def _judge_report(judge: Any, predictions: Sequence[tuple[QATurn, str]]) -> dict[str, Any]:
+    """The paper's LLM judge (0 / 0.5 / 1 answer relevance against the gold answer), when an LLM is configured."""
+    scores = [judge.judge(t.completed, t.answer, p).score for t, p in predictions]
+    valid = [s for s in scores if s is not None]
+    return {
+        "answer_relevance": round(statistics.mean(valid), 4) if valid else None,
+        "judge_unparsed": len(scores) - len(valid),
     }
 
 
