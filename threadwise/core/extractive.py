@@ -158,7 +158,8 @@ class ExtractiveAnswerer:
     embedder: Embedder
     top_evidences: int = 3
     min_confidence: float = 0.55
-    rank_penalty: float = 0.06
+    # dev split: 0.06 -> 0.25 raised EN token F1 0.188 -> 0.196 and the DE cited page's gold rate 0.754 -> 0.776
+    rank_penalty: float = 0.25
     lexical_weight: float = 1.0
     combine_margin: float = 0.05
     max_spans: int = 2
