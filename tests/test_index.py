@@ -144,3 +144,12 @@ def test_page_level_ranking_finds_the_page_by_its_title_and_text(tmp_path: Path)
     assert [pid for pid, _ in index.search_pages("toolchain build setup", 5)][0] == "2"
     index.delete_page("2")
     assert [pid for pid, _ in index.search_pages("toolchain build setup", 5)] == []
+
+
+def test_the_extraction_version_is_part_of_the_content_hash(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    import threadwise.core.page as page_module
+
+    p = page("1", "body")
+    before = p.content_hash
+    monkeypatch.setattr(page_module, "EXTRACTION_VERSION", page_module.EXTRACTION_VERSION + 1)
+    assert p.content_hash != before  # an upgraded extractor re-indexes every page once

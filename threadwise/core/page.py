@@ -8,6 +8,10 @@ from typing import Literal
 
 EvidenceKind = Literal["passage", "list", "table", "row"]
 
+# Bump when extraction or contextualization changes what a page's evidence looks like: it is part of every
+# page's content hash, so the next sync or `index` re-extracts and re-embeds every page once.
+EXTRACTION_VERSION = 1
+
 
 @dataclass(frozen=True)
 class Page:
@@ -26,7 +30,7 @@ class Page:
     @property
     def content_hash(self) -> str:
         """Hash of everything that ends up inside an evidence: a change here means re-indexing."""
-        h = hashlib.sha256()
+        h = hashlib.sha256(f"extraction {EXTRACTION_VERSION}\x00".encode())
         for part in (self.title, " / ".join(self.ancestors), self.body, self.space, self.url):
             h.update(part.encode("utf-8"))
             h.update(b"\x00")
