@@ -153,3 +153,40 @@ def test_the_extraction_version_is_part_of_the_content_hash(monkeypatch) -> None
     before = p.content_hash
     monkeypatch.setattr(page_module, "EXTRACTION_VERSION", page_module.EXTRACTION_VERSION + 1)
     assert p.content_hash != before  # an upgraded extractor re-indexes every page once
+
+
+def test_writers_in_two_processes_take_turns(tmp_path: Path) -> None:
+    """A page written while another process holds the index's write lock waits for it to finish."""
+    import subprocess
+    import sys
+    import time
+
+    index = open_index(tmp_path)
+    put(index, page("0", "opened and warm before the other process starts"))
+    held, released = tmp_path / "held", tmp_path / "released"
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            f"""
+import time
+from pathlib import Path
+from threadwise.core.embedders import HashingEmbedder
+from threadwise.core.index import EvidenceIndex
+index = EvidenceIndex(directory=Path({str(tmp_path / "idx")!r}), embedder=HashingEmbedder())
+with index._write_lock:
+    Path({str(held)!r}).touch()
+    time.sleep(1.0)
+    Path({str(released)!r}).touch()
+""",
+        ]
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not held.exists():
+            assert holder.poll() is None and time.monotonic() < deadline, "the lock holder did not start"
+            time.sleep(0.02)
+        put(index, page("1", "written after the other process let go"))
+        assert released.exists()
+    finally:
+        holder.wait(timeout=60)

@@ -20,11 +20,28 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from filelock import FileLock
 
 from threadwise.core.bm25_store import BM25Store
 from threadwise.core.chroma_store import ChromaStore, evidence_from_row, row_id
 from threadwise.core.page import Evidence, Page
 from threadwise.core.protocols import Embedder
+
+
+class _WriteLock:
+    """A re-entrant lock across threads (RLock) and processes (a lock file)."""
+
+    def __init__(self, path: Path) -> None:
+        self._threads = threading.RLock()
+        self._file = FileLock(str(path), thread_local=False)
+
+    def __enter__(self) -> None:
+        self._threads.acquire()
+        self._file.acquire()
+
+    def __exit__(self, *exc: object) -> None:
+        self._file.release()
+        self._threads.release()
 
 
 @dataclass(frozen=True)
@@ -68,7 +85,9 @@ class EvidenceIndex:
         self.embed_chars = embed_chars
         self.directory.mkdir(parents=True, exist_ok=True)
         self._manifest_path = self.directory / f"{collection}.manifest.sqlite"
-        self._write_lock = threading.RLock()
+        # One writer at a time: threads of this process, and other processes on the same folder (a CLI sync
+        # while the bot's scheduler syncs another space).
+        self._write_lock = _WriteLock(self.directory / f"{collection}.write.lock")
         self._bm25_lock = threading.Lock()
         self._chroma: ChromaStore | None = None
         self._bm25 = BM25Store(directory=self.directory / f"{collection}.bm25")
