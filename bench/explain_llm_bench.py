@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from tests.support.fake_openai import FakeOpenAI  # noqa: E402
-from threadwise.connectors.files import load_pages  # noqa: E402
+from threadwise.connectors.files import SAMPLE_WIKI_DIR, load_pages  # noqa: E402
 from threadwise.core.attribution import explain  # noqa: E402
 from threadwise.core.embedders import UniversalSentenceEncoder  # noqa: E402
 from threadwise.core.index import EvidenceIndex  # noqa: E402
@@ -29,7 +29,6 @@ from threadwise.core.indexing import index_pages  # noqa: E402
 from threadwise.core.llm_answer import LLMAnswerer  # noqa: E402
 from threadwise.core.openai_chat import OpenAIChat  # noqa: E402
 from threadwise.core.retrieval import Retriever  # noqa: E402
-from threadwise.wiring import sample_wiki_dir  # noqa: E402
 
 QUESTIONS = [
     "What is Alice's action item from the October 14 meeting?",
@@ -50,7 +49,7 @@ def main() -> None:
     embedder.warm_up()
     with tempfile.TemporaryDirectory() as tmp, FakeOpenAI(delay=args.latency, api_key="") as server:
         index = EvidenceIndex(directory=Path(tmp), embedder=embedder)
-        index_pages(index, load_pages(sample_wiki_dir())[0])
+        index_pages(index, load_pages(SAMPLE_WIKI_DIR)[0])
         retriever = Retriever(index=index, embedder=embedder)
         chat = OpenAIChat(model="fake", base_url=server.url, api_key="x", timeout=10, max_retries=2)
         answerer = LLMAnswerer(chat=chat, follow_ups=0)

@@ -18,8 +18,7 @@ from threadwise.core.answering import NOT_FOUND, NOT_FOUND_DE
 
 def test_citations_are_stripped_before_anything_else() -> None:
     assert (
-        strip_citations("Debian Squeeze [Source 1] and Jessie [Source 2, 3].")
-        == "Debian Squeeze and Jessie ."
+        strip_citations("Debian Squeeze [Source 1] and Jessie [Source 2, 3].") == "Debian Squeeze and Jessie."
     )
     assert strip_citations("Ja [Quelle 4]") == "Ja"
 

@@ -8,18 +8,18 @@ from pathlib import Path
 import pytest
 
 from threadwise.cli import main
-from threadwise.connectors.files import load_pages
+from threadwise.connectors.files import SAMPLE_WIKI_DIR, load_pages
 from threadwise.core.indexing import index_pages
 from threadwise.db.conversations import ThreadKey
 from threadwise.settings import load_settings
-from threadwise.wiring import Threadwise, sample_wiki_dir
+from threadwise.wiring import Threadwise
 
 ENV = {"THREADWISE_EMBEDDER": "hashing"}
 
 
 def app_over_sample_wiki(data_dir: Path) -> Threadwise:
     app = Threadwise(settings=load_settings(env=ENV, data_dir=data_dir))
-    pages, failures = load_pages(sample_wiki_dir())
+    pages, failures = load_pages(SAMPLE_WIKI_DIR)
     assert not failures
     index_pages(app.index, pages)
     return app
@@ -95,7 +95,7 @@ def test_cli_ask_json_and_trace(
         "What BIOS version did the test report use?",
         "--json",
         "--docs",
-        str(sample_wiki_dir()),
+        str(SAMPLE_WIKI_DIR),
     ]
     assert main(args) == 0
     out = json.loads(capsys.readouterr().out)

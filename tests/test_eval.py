@@ -6,8 +6,8 @@ from pathlib import Path
 import pytest
 
 from threadwise.cli import main
+from threadwise.connectors.files import SAMPLE_WIKI_DIR
 from threadwise.evaluation.dataset import page_id_of, rank_of_gold, retrieval_scores
-from threadwise.wiring import sample_wiki_dir
 
 
 def test_gold_pages_match_by_id_not_by_url_string() -> None:
@@ -52,7 +52,7 @@ def test_eval_command_on_the_sample_wiki(tmp_path: Path, monkeypatch: pytest.Mon
         str(tmp_path / "data"),
         "eval",
         "--docs",
-        str(sample_wiki_dir()),
+        str(SAMPLE_WIKI_DIR),
         "--qa",
         str(tmp_path / "qa.json"),
         "--answers",
@@ -122,7 +122,7 @@ def test_eval_with_an_llm_runs_the_judge(tmp_path: Path, monkeypatch: pytest.Mon
             str(tmp_path / "data"),
             "eval",
             "--docs",
-            str(sample_wiki_dir()),
+            str(SAMPLE_WIKI_DIR),
             "--qa",
             str(tmp_path / "qa.json"),
             "--answers",

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import logging
 from functools import cached_property
-from pathlib import Path
 from typing import Any
 
 from threadwise.core.answering import Answerer
@@ -173,8 +172,3 @@ class Threadwise:
 
         minutes = float(self.settings.get("THREADWISE_SYNC_INTERVAL_MINUTES", "30"))
         return SyncScheduler(admin=self.admin, interval_minutes=minutes)
-
-
-def sample_wiki_dir() -> Path:
-    """The small sample wiki that ships with the package (the quick start indexes it)."""
-    return Path(__file__).resolve().parent / "sample_wiki"

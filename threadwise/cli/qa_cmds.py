@@ -11,9 +11,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from threadwise.connectors.files import SAMPLE_WIKI_DIR
 from threadwise.conversations import TurnView
 from threadwise.db.conversations import ThreadKey
-from threadwise.wiring import Threadwise, sample_wiki_dir
+from threadwise.wiring import Threadwise
 
 Build = Callable[[], Threadwise]
 
@@ -70,7 +71,7 @@ def use_docs(app: Threadwise, docs: Path | None) -> Threadwise:
 
     if docs is None and app.index.count() > 0:
         return app
-    folder = docs or sample_wiki_dir()
+    folder = docs or SAMPLE_WIKI_DIR
     if not folder.is_dir():
         raise FileNotFoundError(f"{folder} is not a folder of pages")
     name = (

@@ -14,18 +14,12 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
-from threadwise.core.answering import NOT_FOUND, NOT_FOUND_DE
+from threadwise.core.citations import is_not_found, strip_citations
 
-_CITATION = re.compile(r"\[\s*(?:Sources?|Quellen?)\s*\d+(?:\s*(?:,|and|und)\s*\d+)*\s*\]", re.IGNORECASE)
 _ARTICLES = re.compile(
     r"\b(?:a|an|the|der|die|das|den|dem|des|ein|eine|einer|einem|einen|eines)\b", re.UNICODE
 )
 _PUNCTUATION = str.maketrans("", "", string.punctuation + "…–—‘’“”„«»")
-
-
-def strip_citations(text: str) -> str:
-    """Remove "[Source N]" (and "[Source 1, 2]") citations."""
-    return " ".join(_CITATION.sub(" ", text).split())
 
 
 def normalize_answer(text: str) -> str:
@@ -36,11 +30,6 @@ def normalize_answer(text: str) -> str:
 
 def answer_tokens(text: str) -> list[str]:
     return normalize_answer(text).split()
-
-
-def is_not_found(text: str) -> bool:
-    """Whether an answer is the out-of-scope sentence (English or German)."""
-    return strip_citations(text).strip() in (NOT_FOUND, NOT_FOUND_DE)
 
 
 def _common(prediction: str, gold: str) -> tuple[int, int, int]:

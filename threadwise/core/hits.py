@@ -12,8 +12,3 @@ class Hit:
     evidence_id: str
     score: float
     rank: int
-
-
-def ranked(pairs: list[tuple[str, float]]) -> list[Hit]:
-    """Turn (id, score) pairs, best first, into Hits with ranks."""
-    return [Hit(evidence_id=eid, score=float(score), rank=i + 1) for i, (eid, score) in enumerate(pairs)]
