@@ -555,3 +555,27 @@ def test_app_home_shows_what_the_bot_knows_and_feedback_to_admins(run: Running) 
         assert "What I know" in view and "*IT*" in view and "How to ask" in view
     assert "Feedback" not in views["U1"]
     assert "👎 1" in views[ADMIN] and "how do I request a new laptop?" in views[ADMIN]
+
+
+def test_a_mention_under_someone_elses_message_is_completed_with_it(run: Running, world: World) -> None:
+    """ "@Threadwise any idea?" in reply to a person's problem: the thread's human messages complete the question."""
+    parent = new_ts()
+    run.slack.add_message("C1", parent, user="U7", text="My laptop died, I need a new laptop for Monday")
+    run.slack.add_message("C1", new_ts(), user="U8", text="<@U1> did you ask IT?", thread_ts=parent)
+    ts = mention(run, "<@UBOT> what is the process?", thread_ts=parent)
+    (answer,) = wait_answers(run, "C1", parent)
+    assert run.slack.calls_to("conversations.replies")  # the thread was read
+    turn = world.conversations.get_turn(turn_id_of(answer))
+    assert turn is not None
+    assert turn.question == "what is the process?"
+    assert "new laptop for Monday" in turn.completed_question and "did you ask IT?" in turn.completed_question
+    assert "<@" not in turn.completed_question
+    trace = world.conversations.trace(turn.turn_id)
+    assert trace["thread_messages"] == ["My laptop died, I need a new laptop for Monday", "did you ask IT?"]
+    assert ts != parent
+
+
+def test_a_thread_that_cannot_be_read_still_gets_an_answer(run: Running, world: World) -> None:
+    parent = new_ts()  # Slack knows no such thread: conversations.replies fails
+    mention(run, "<@UBOT> how do I request a new laptop?", thread_ts=parent)
+    assert wait_answers(run, "C1", parent)

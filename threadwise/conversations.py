@@ -189,11 +189,20 @@ class ConversationService:
 
     # ----- asking -----
     def ask(
-        self, key: ThreadKey, question: str, *, user: str = "", spaces: Sequence[str] | None = None
+        self,
+        key: ThreadKey,
+        question: str,
+        *,
+        user: str = "",
+        spaces: Sequence[str] | None = None,
+        thread_messages: Sequence[str] = (),
     ) -> TurnView:
+        """Answer `question` in the thread `key`. `thread_messages`: what people said in the thread besides
+        the questions already answered, oldest first; it completes the question like earlier turns do."""
         conversation_id = self.store.conversation_id(key, started_by=user)
         assert conversation_id is not None
-        history = [
+        said = [PastTurn(question=m, completed_question=m, answer="") for m in thread_messages]
+        history = said + [
             PastTurn(
                 question=t.question,
                 completed_question=t.completed_question,
@@ -216,7 +225,7 @@ class ConversationService:
                 "sources": _source_dicts(result),
                 "cited": list(result.answer.cited),
                 "follow_ups": list(result.answer.follow_ups),
-                "trace": result.trace(),
+                "trace": {**result.trace(), "thread_messages": list(thread_messages)},
                 "timings": result.timings_ms,
                 "config": result.config,
             }

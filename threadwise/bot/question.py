@@ -18,6 +18,7 @@ class Question:
     thread_ts: str
     user: str
     text: str
+    ts: str = ""  # the question message's own ts ("" for a question asked by a button)
 
     @property
     def key(self) -> ThreadKey:

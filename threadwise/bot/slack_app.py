@@ -14,6 +14,7 @@ across processes. Buttons and the slash command are in `slack_actions`.
 from __future__ import annotations
 
 import logging
+import re
 import threading
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future
@@ -35,6 +36,7 @@ from threadwise.bot.slack_actions import register_actions
 from threadwise.conversations import ConversationService
 from threadwise.sync.admin import AdminService
 
+_MENTION = re.compile(r"<@[A-Z0-9]+(?:\|[^>]*)?>")
 log = logging.getLogger(__name__)
 
 DEFAULT_API_URL = "https://slack.com/api/"
@@ -215,7 +217,7 @@ class SlackBot:
         team = body.get("team_id") or event.get("team") or context.team_id or ""
         text = plain_question(str(event.get("text") or ""), bot_user_id=context.bot_user_id or "")
         return Question(
-            team=team, channel=channel, thread_ts=event.get("thread_ts") or ts, user=user, text=text
+            team=team, channel=channel, thread_ts=event.get("thread_ts") or ts, user=user, text=text, ts=ts
         )
 
     def on_home_opened(self, event: dict[str, Any]) -> None:
@@ -270,7 +272,13 @@ class SlackBot:
     def _answer(self, question: Question, placeholder_ts: str | None) -> None:
         try:
             spaces = self.admin.channel_spaces(question.channel) or None
-            turn = self.conversations.ask(question.key, question.text, user=question.user, spaces=spaces)
+            turn = self.conversations.ask(
+                question.key,
+                question.text,
+                user=question.user,
+                spaces=spaces,
+                thread_messages=self._thread_context(question),
+            )
         except Exception:
             log.exception("answering %r failed", question.text)
             self.deliver(question.channel, question.thread_ts, placeholder_ts, blocks.notice_message(FAILED))
@@ -284,6 +292,29 @@ class SlackBot:
         )
         if ts is not None:
             self.conversations.set_message_ref(turn.turn_id, ts)
+
+    def _thread_context(self, question: Question, *, keep: int = 3) -> list[str]:
+        """What people wrote in the thread besides the questions the bot answered, oldest first (the last
+        `keep`): "@Threadwise any idea?" under someone's problem is completed with that problem. Best effort:
+        a thread that cannot be read just gives no context."""
+        if not question.ts or question.ts == question.thread_ts:
+            return []  # the question starts the thread: nothing else was said
+        try:
+            reply = self.client.conversations_replies(
+                channel=question.channel, ts=question.thread_ts, limit=100
+            )
+        except SlackApiError as err:
+            log.info("no thread context for %s: %s", question.thread_ts, _why(err))
+            return []
+        asked = {t.question for t in self.conversations.history(question.key)} | {question.text}
+        said = []
+        for m in reply.get("messages") or []:
+            if m.get("bot_id") or m.get("subtype") or not m.get("user") or m.get("ts") == question.ts:
+                continue
+            text = plain_question(_MENTION.sub("", str(m.get("text") or ""))).strip()
+            if text and text not in asked:
+                said.append(text[:300])
+        return said[-keep:]
 
     # -- sending ------------------------------------------------------------------------------------
 
