@@ -145,8 +145,13 @@ class EvidenceIndex:
             return {r[0]: PageState(*r) for r in db.execute(sql, args).fetchall()}
 
     def count(self, space: str | None = None) -> int:
-        """Number of evidences of active pages."""
-        return sum(s.evidence_count for s in self.page_states(space).values())
+        """Number of evidences of active pages (asked before every answer: one aggregate, not every row)."""
+        sql = "SELECT COALESCE(SUM(evidence_count), 0) FROM pages"
+        args: tuple[str, ...] = ()
+        if space is not None:
+            sql, args = sql + " WHERE space = ?", (space,)
+        with self._manifest() as db:
+            return int(db.execute(sql, args).fetchone()[0])
 
     def spaces(self) -> list[str]:
         with self._manifest() as db:
@@ -154,8 +159,12 @@ class EvidenceIndex:
 
     # ----- writing -----
     def is_current(self, page: Page) -> bool:
-        state = self.page_states().get(page.id)
-        return state is not None and state.version == page.version and state.content_hash == page.content_hash
+        """The page is indexed at this version and content (one row read, not the whole manifest)."""
+        with self._manifest() as db:
+            row = db.execute(
+                "SELECT version, content_hash FROM pages WHERE page_id = ?", (page.id,)
+            ).fetchone()
+        return row is not None and row[0] == page.version and row[1] == page.content_hash
 
     def put_page(self, page: Page, evidences: Sequence[Evidence]) -> bool:
         """Replace the page's evidence atomically. Returns False, embedding nothing, when it is unchanged."""

@@ -61,10 +61,8 @@ def index_pages(
         if progress is not None:
             progress(done, len(todo))
     if remove_missing:
-        keep = {p.id for p in pages} - failed | {
-            p.id for p in pages if p.id in failed and index.is_current(p)
-        }
-        for gone in set(index.page_states()) - keep - failed:
+        # a page that failed to parse is still among `pages`: its previous evidence stays
+        for gone in set(index.page_states()) - {p.id for p in pages}:
             index.delete_page(gone)
             report.removed += 1
     index.flush()
