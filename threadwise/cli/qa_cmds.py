@@ -13,6 +13,7 @@ from typing import Any
 
 from threadwise.connectors.files import SAMPLE_WIKI_DIR
 from threadwise.conversations import TurnView
+from threadwise.core.indexing import IndexReport
 from threadwise.db.conversations import ThreadKey
 from threadwise.wiring import Threadwise
 
@@ -63,12 +64,25 @@ def _progress_bar(label: str) -> Callable[[int, int], None]:
     return show
 
 
-def use_docs(app: Threadwise, docs: Path | None) -> Threadwise:
-    """Point `app` at a local folder of pages (its own collection), indexing what changed; or at the synced
-    index, falling back to the sample wiki when nothing is synced yet."""
+def index_folder_into(app: Threadwise, folder: Path, *, remove_missing: bool) -> tuple[IndexReport, int]:
+    """Index a folder of page files into `app`'s index with a progress bar, reporting skipped pages on
+    stderr; returns the report and the number of pages skipped in all (unreadable files included)."""
     from threadwise.connectors.files import load_pages
     from threadwise.core.indexing import index_pages
 
+    pages, failures = load_pages(folder)
+    app.embedder.warm_up()
+    report = index_pages(
+        app.index, pages, remove_missing=remove_missing, progress=_progress_bar(f"Indexing {folder.name}")
+    )
+    for f in [*failures, *report.failures]:
+        print(f"  skipped {f.title or f.page_id}: {f.reason}", file=sys.stderr)
+    return report, len(failures) + len(report.failures)
+
+
+def use_docs(app: Threadwise, docs: Path | None) -> Threadwise:
+    """Point `app` at a local folder of pages (its own collection), indexing what changed; or at the synced
+    index, falling back to the sample wiki when nothing is synced yet."""
     if docs is None and app.index.count() > 0:
         return app
     folder = docs or SAMPLE_WIKI_DIR
@@ -78,16 +92,12 @@ def use_docs(app: Threadwise, docs: Path | None) -> Threadwise:
         "sample" if docs is None else "docs-" + uuid.uuid5(uuid.NAMESPACE_URL, str(folder.resolve())).hex[:12]
     )
     local = Threadwise(settings=app.settings, collection=name)
-    pages, failures = load_pages(folder)
+    report, _skipped = index_folder_into(local, folder, remove_missing=True)
     if docs is None:
         print(
-            f"Nothing synced from Confluence yet: using the sample wiki ({len(pages)} pages).",
+            f"Nothing synced from Confluence yet: using the sample wiki ({report.pages} pages).",
             file=sys.stderr,
         )
-    local.embedder.warm_up()
-    report = index_pages(local.index, pages, progress=_progress_bar(f"Indexing {folder.name}"))
-    for f in [*failures, *report.failures]:
-        print(f"  skipped {f.title or f.page_id}: {f.reason}", file=sys.stderr)
     return local
 
 
@@ -199,19 +209,9 @@ def trace(args: argparse.Namespace, build: Build) -> int:
 
 
 def index_folder(args: argparse.Namespace, build: Build) -> int:
-    from threadwise.connectors.files import load_pages
-    from threadwise.core.indexing import index_pages
-
-    app = build()
-    pages, failures = load_pages(args.docs)
-    app.embedder.warm_up()
-    report = index_pages(
-        app.index, pages, remove_missing=False, progress=_progress_bar(f"Indexing {args.docs}")
-    )
-    for f in [*failures, *report.failures]:
-        print(f"skipped {f.title or f.page_id}: {f.reason}", file=sys.stderr)
+    report, skipped = index_folder_into(build(), args.docs, remove_missing=False)
     print(
         f"{report.pages} pages: {report.embedded} embedded, {report.unchanged} unchanged, "
-        f"{len(report.failures) + len(failures)} skipped, {report.seconds:.1f} s"
+        f"{skipped} skipped, {report.seconds:.1f} s"
     )
     return 0
