@@ -25,29 +25,25 @@ def test_metrics() -> None:
     assert abs(s.mrr_at_10 - (1 + 0.5) / 3) < 1e-12
 
 
-def test_eval_command_on_the_sample_wiki(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("THREADWISE_EMBEDDER", "hashing")
-    qa = [
-        {
-            "conv_id": "1",
-            "turns": [
-                {
-                    "turn_id": "1",
-                    "q_type": "simple",
-                    "a_source": "table",
-                    "a": "Alice",
-                    "q_en": "Who owns the release notes action item from the October 14 weekly sync?",
-                    "completed_q_en": "Who owns the release notes action item from the October 14 weekly sync?",
-                    "q_de": "x",
-                    "completed_q_de": "x",
-                    "a_url": ["https://wiki.example.com/spaces/ATLAS/pages/163840114/Weekly+sync"],
-                },
-            ],
-        }
-    ]
-    (tmp_path / "qa.json").write_text(json.dumps(qa))
-    out = tmp_path / "report.json"
-    args = [
+QUESTION = "Who owns the release notes action item from the October 14 weekly sync?"
+
+
+def eval_args(tmp_path: Path, *flags: str) -> list[str]:
+    """Write a one-question ConfQuestions-style file about the sample wiki; the `threadwise eval` arguments
+    that run it and write the report to tmp_path/report.json."""
+    turn = {
+        "turn_id": "1",
+        "q_type": "simple",
+        "a_source": "table",
+        "a": "Alice",
+        "q_en": QUESTION,
+        "completed_q_en": QUESTION,
+        "q_de": "x",
+        "completed_q_de": "x",
+        "a_url": ["https://wiki.example.com/spaces/ATLAS/pages/163840114/Weekly+sync"],
+    }
+    (tmp_path / "qa.json").write_text(json.dumps([{"conv_id": "1", "turns": [turn]}]))
+    return [
         "--data-dir",
         str(tmp_path / "data"),
         "eval",
@@ -55,11 +51,16 @@ def test_eval_command_on_the_sample_wiki(tmp_path: Path, monkeypatch: pytest.Mon
         str(SAMPLE_WIKI_DIR),
         "--qa",
         str(tmp_path / "qa.json"),
-        "--answers",
-        "--explain",
+        *flags,
         "--out",
-        str(out),
+        str(tmp_path / "report.json"),
     ]
+
+
+def test_eval_command_on_the_sample_wiki(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("THREADWISE_EMBEDDER", "hashing")
+    args = eval_args(tmp_path, "--answers", "--explain")
+    out = tmp_path / "report.json"
     assert main(args) == 0
     report = json.loads(out.read_text())
     assert report["questions"] == 1 and report["hit_at_10"] == 1.0
@@ -94,41 +95,11 @@ def test_eval_with_an_llm_runs_the_judge(tmp_path: Path, monkeypatch: pytest.Mon
         system = body["messages"][0]["content"]
         return "0.5" if "reference (gold) answer" in system else echo_first_source(body)
 
-    qa = [
-        {
-            "conv_id": "1",
-            "turns": [
-                {
-                    "turn_id": "1",
-                    "q_type": "simple",
-                    "a_source": "table",
-                    "a": "Alice",
-                    "q_en": "Who owns the release notes action item?",
-                    "completed_q_en": "Who owns the release notes action item?",
-                    "q_de": "x",
-                    "completed_q_de": "x",
-                    "a_url": ["https://wiki.example.com/spaces/ATLAS/pages/163840114/W"],
-                },
-            ],
-        }
-    ]
-    (tmp_path / "qa.json").write_text(json.dumps(qa))
     with FakeOpenAI(respond=respond, api_key="") as server:
         monkeypatch.setenv("THREADWISE_EMBEDDER", "hashing")
         monkeypatch.setenv("THREADWISE_LLM_BASE_URL", server.url)
         out = tmp_path / "report.json"
-        args = [
-            "--data-dir",
-            str(tmp_path / "data"),
-            "eval",
-            "--docs",
-            str(SAMPLE_WIKI_DIR),
-            "--qa",
-            str(tmp_path / "qa.json"),
-            "--answers",
-            "--out",
-            str(out),
-        ]
+        args = eval_args(tmp_path, "--answers")
         assert main(args) == 0
         systems = [r.body["messages"][0]["content"] for r in server.requests]
     report = json.loads(out.read_text())
