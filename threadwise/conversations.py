@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from threadwise.core.answering import Answer
 from threadwise.core.attribution import DEFAULT_MAX_WORKERS, Explanation, explain, render_explanation
 from threadwise.core.completion import PastTurn
 from threadwise.core.index import EvidenceIndex
@@ -19,6 +20,7 @@ from threadwise.core.page import Evidence
 from threadwise.core.pipeline import Pipeline, TurnResult
 from threadwise.core.protocols import ChatError
 from threadwise.db.conversations import ConversationStore, StoredTurn, ThreadKey
+from threadwise.trace_render import render_trace
 
 log = logging.getLogger(__name__)
 
@@ -184,8 +186,9 @@ class ConversationService:
         self.index = index
         self._counterfactual_answerer = counterfactual_answerer
         self._explain_workers = explain_workers
-        self._explain_locks: dict[int, threading.Lock] = {}
-        self._locks_guard = threading.Lock()
+        # Two presses of Explain on one answer compute it once: the second waits for the first, then reads the
+        # stored result. A fixed set of locks, picked by turn id, keeps memory bounded in a long-running bot.
+        self._explain_locks = [threading.Lock() for _ in range(64)]
 
     # ----- asking -----
     def ask(
@@ -302,8 +305,6 @@ class ConversationService:
             answerer = (
                 self._counterfactual_answerer() if self._counterfactual_answerer else self.pipeline.answerer
             )
-            from threadwise.core.answering import Answer
-
             answer = Answer(text=turn.answer, cited=tuple(turn.cited), not_found=turn.not_found)
             try:
                 expl = explain(
@@ -322,8 +323,7 @@ class ConversationService:
             return ExplainView(turn_id, render_explanation(expl), stored or {}, cached=False)
 
     def _lock_for(self, turn_id: int) -> threading.Lock:
-        with self._locks_guard:
-            return self._explain_locks.setdefault(turn_id, threading.Lock())
+        return self._explain_locks[turn_id % len(self._explain_locks)]
 
     # ----- trace and feedback -----
     def trace(self, turn_id: int) -> dict[str, Any]:
@@ -344,8 +344,6 @@ class ConversationService:
         return trace
 
     def trace_text(self, turn_id: int) -> str:
-        from threadwise.trace_render import render_trace
-
         return render_trace(self.trace(turn_id))
 
     def vote(self, turn_id: int, user: str, vote: str, comment: str | None = None) -> None:
