@@ -68,10 +68,10 @@ class BM25Store:
 
     def search(self, query: str, k: int, spaces: Sequence[str] | None = None) -> list[tuple[str, float]]:
         """Best rows as (row id, BM25 score), best first; rows with score 0 are left out."""
-        terms = tokenize(query)
-        if self._model is None or not terms:
+        if self._model is None:
             return []
-        known = [t for t in terms if t in self._model.vocab_dict]
+        vocab = self._model.vocab_dict
+        known = [t for t in tokenize(query, known=vocab.__contains__) if t in vocab]
         if not known:
             return []
         mask = None

@@ -8,6 +8,7 @@ question that says "OXT 239", and "9.0.2" also yields "9.0" so it matches a ques
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from functools import lru_cache
 
 import Stemmer
@@ -38,8 +39,12 @@ def _stem(word: str) -> str:
     return str(_stemmer.stemWord(word))
 
 
-def tokenize(text: str) -> list[str]:
-    """Split `text` into BM25 terms."""
+def tokenize(text: str, *, known: Callable[[str], bool] | None = None) -> list[str]:
+    """Split `text` into BM25 terms.
+
+    With `known` (is this term in the index?), a word the index lacks is also split as a compound into the
+    parts it has: see `compound_parts`. That is for queries; documents are tokenized without it.
+    """
     terms: list[str] = []
     for match in _TOKEN.finditer(text.lower()):
         token = match.group(0).translate(_FOLD)
@@ -53,5 +58,45 @@ def tokenize(text: str) -> list[str]:
             continue
         if token in STOPWORDS or token == "_":
             continue
-        terms.append(_stem(token) if token.isalpha() else token)
+        if not token.isalpha():
+            terms.append(token)
+            continue
+        term = _stem(token)
+        terms.append(term)
+        if known is not None and not known(term):
+            terms.extend(compound_parts(token, known))
     return terms
+
+
+MIN_COMPOUND_PART = 4
+_LINKING = ("s", "es", "n", "en")  # German linking elements: Entwicklung-s-zertifikat, Stern-en-himmel
+_ENDINGS = ("en", "n", "e", "s")  # German inflection the English stemmer leaves on: Version-en, Test-s
+
+
+def compound_parts(word: str, known: Callable[[str], bool]) -> list[str]:
+    """The known terms inside a compound word: its longest known tail and its longest known head.
+
+    German questions about English pages glue English words into German compounds ("Hardwaretests",
+    "Standardport", "Freigabecheckliste"); the index knows "hardware", "test", "port", "checklist". This is
+    corpus-driven decompounding (Koehn & Knight 2003) reduced to one split each way: no dictionary, only the
+    index's own vocabulary, so it never invents a term the pages do not contain.
+    """
+    parts: list[str] = []
+    n = len(word)
+    for i in range(MIN_COMPOUND_PART, n - MIN_COMPOUND_PART + 1):  # tail: the compound's head noun comes last
+        found = _known_stem(word[i:], _ENDINGS, known)
+        if found is not None:
+            parts.append(found)
+            break
+    for i in range(n - MIN_COMPOUND_PART, MIN_COMPOUND_PART - 1, -1):  # head: the modifier in front
+        found = _known_stem(word[:i], _LINKING, known)
+        if found is not None:
+            parts.append(found)
+            break
+    return [p for i, p in enumerate(parts) if p not in parts[:i]]
+
+
+def _known_stem(part: str, endings: tuple[str, ...], known: Callable[[str], bool]) -> str | None:
+    """The stem of `part`, or of `part` without one of `endings`, that the index knows."""
+    candidates = [part] + [part[: -len(e)] for e in endings if part.endswith(e)]
+    return next((_stem(c) for c in candidates if len(c) >= MIN_COMPOUND_PART and known(_stem(c))), None)
