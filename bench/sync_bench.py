@@ -76,7 +76,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--docs", type=Path, default=SHARED / "documents")
     ap.add_argument("--qa", type=Path, default=SHARED / "qa-dev.json")
-    ap.add_argument("--embedder", default="default", help="use (default), minilm, bge-m3 or hashing")
+    ap.add_argument("--embedder", default="default", help="e5 (default), use, minilm, bge-m3 or hashing")
     ap.add_argument("--data-dir", type=Path, help="keep the synced index here (default: a temporary folder)")
     ap.add_argument("--fault-run", choices=["resync", "fresh"], default="resync")
     ap.add_argument(

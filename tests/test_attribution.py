@@ -53,6 +53,9 @@ class HashEmbedder:
         norms = np.linalg.norm(out, axis=1, keepdims=True)
         return out / np.maximum(norms, 1e-12)
 
+    def embed_query(self, text: str) -> np.ndarray:
+        return self.embed([text])[0]
+
 
 class KeywordAnswerer:
     """Answers with the first source that mentions the keyword, citing it; NOT_FOUND otherwise."""

@@ -18,7 +18,7 @@ from threadwise.core.completion import PastTurn
 from threadwise.core.index import EvidenceIndex
 from threadwise.core.page import Evidence
 from threadwise.core.pipeline import Pipeline, TurnResult
-from threadwise.core.protocols import ChatError
+from threadwise.core.protocols import ChatError, Embedder
 from threadwise.db.conversations import ConversationStore, StoredTurn, ThreadKey
 from threadwise.trace_render import render_trace
 
@@ -178,12 +178,15 @@ class ConversationService:
         pipeline: Pipeline,
         store: ConversationStore,
         index: EvidenceIndex,
+        similarity_embedder: Embedder | None = None,
         counterfactual_answerer: Callable[[], Any] | None = None,
         explain_workers: int = DEFAULT_MAX_WORKERS,
     ) -> None:
         self.pipeline = pipeline
         self.store = store
         self.index = index
+        # Explain compares texts with this one (default: the index's); the index's vectors are reused if the same
+        self.similarity_embedder = similarity_embedder or index.embedder
         self._counterfactual_answerer = counterfactual_answerer
         self._explain_workers = explain_workers
         # Two presses of Explain on one answer compute it once: the second waits for the first, then reads the
@@ -312,8 +315,8 @@ class ConversationService:
                     answer,
                     evidences,
                     answerer=answerer,
-                    embedder=self.index.embedder,
-                    evidence_embeddings=self.index.embeddings_of(evidences),
+                    embedder=self.similarity_embedder,
+                    evidence_embeddings=self.index.vectors_for(self.similarity_embedder, evidences),
                     max_workers=self._explain_workers,
                 )
             except ChatError as err:

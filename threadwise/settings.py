@@ -24,8 +24,11 @@ class Settings:
     env: Mapping[str, str] = field(repr=False)  # the merged variables (file, then environment)
     data_dir: Path
     database_url: str
-    embedder: str  # use | minilm | bge-m3 | hashing
+    embedder: str  # retrieval: e5 | use | minilm | bge-m3 | hashing
     embedder_model: str | None  # BGE-M3 hub id or local directory
+    # comparing texts (Explain's clusters and answer changes, the extractive answerer): a symmetric model.
+    # E5 is asymmetric (queries vs passages), so with it the default is USE; otherwise the retrieval embedder.
+    similarity_embedder: str
     reranker_model: str | None  # bge-reranker hub id or local directory; None: no re-ranking
     top_k: int
 
@@ -54,13 +57,15 @@ def load_settings(
     folder = data_dir or (Path(merged["THREADWISE_DATA_DIR"]) if merged.get("THREADWISE_DATA_DIR") else None)
     folder = (folder or default_data_dir(merged)).expanduser()
     embedder_model = merged.get("THREADWISE_EMBEDDER_MODEL") or None
-    embedder = merged.get("THREADWISE_EMBEDDER") or ("bge-m3" if embedder_model else "use")
+    embedder = merged.get("THREADWISE_EMBEDDER") or ("bge-m3" if embedder_model else "e5")
+    similarity = merged.get("THREADWISE_SIMILARITY_EMBEDDER") or ("use" if embedder == "e5" else embedder)
     return Settings(
         env=merged,
         data_dir=folder,
         database_url=merged.get("THREADWISE_DATABASE_URL") or f"sqlite:///{folder / 'threadwise.sqlite'}",
         embedder=embedder,
         embedder_model=embedder_model,
+        similarity_embedder=similarity,
         reranker_model=merged.get("THREADWISE_RERANKER_MODEL") or None,
         top_k=int(merged.get("THREADWISE_TOP_K", "10")),
     )

@@ -38,7 +38,18 @@ class Threadwise:
 
     @cached_property
     def embedder(self) -> Embedder:
+        """The retrieval embedder: the index's vectors and the questions' (the collection is tied to it)."""
         embedder: Embedder = make_embedder(self.settings.embedder, model_path=self.settings.embedder_model)
+        return embedder
+
+    @cached_property
+    def similarity_embedder(self) -> Embedder:
+        """The embedder that compares texts with each other: Explain and the extractive answerer."""
+        if self.settings.similarity_embedder == self.settings.embedder:
+            return self.embedder
+        embedder: Embedder = make_embedder(
+            self.settings.similarity_embedder, model_path=self.settings.embedder_model
+        )
         return embedder
 
     @cached_property
@@ -85,7 +96,7 @@ class Threadwise:
         if self.llm is None:
             from threadwise.core.extractive import ExtractiveAnswerer
 
-            return ExtractiveAnswerer(embedder=self.embedder)
+            return ExtractiveAnswerer(embedder=self.similarity_embedder)
         return self._llm_answerer("answer", follow_ups=True)
 
     @cached_property
@@ -99,6 +110,7 @@ class Threadwise:
     def pipeline(self) -> Pipeline:
         config = {
             "embedder": self.embedder.name,
+            "similarity_embedder": self.similarity_embedder.name,
             "reranker": getattr(self.reranker, "name", None),
             "completer": getattr(self.completer, "name", ""),
             "answerer": getattr(self.answerer, "name", ""),
@@ -111,6 +123,7 @@ class Threadwise:
     def warm_up(self) -> None:
         """Load models now rather than in the first user's request."""
         self.embedder.warm_up()
+        self.similarity_embedder.warm_up()
         if self.reranker is not None:
             self.reranker.warm_up()
 
@@ -139,6 +152,7 @@ class Threadwise:
             pipeline=self.pipeline,
             store=self.store,
             index=self.index,
+            similarity_embedder=self.similarity_embedder,
             counterfactual_answerer=lambda: self.counterfactual_answerer,
         )
 

@@ -84,6 +84,9 @@ class CountingEmbedder:
         self.texts += len(texts)
         return self.inner.embed(texts)
 
+    def embed_query(self, text: str) -> np.ndarray:
+        return self.inner.embed_query(text)
+
 
 def main() -> None:
     data_dir, url, space, kill_after = Path(sys.argv[1]), sys.argv[2], sys.argv[3], int(sys.argv[4])

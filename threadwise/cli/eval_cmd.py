@@ -9,6 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from threadwise.core.embedders import EMBEDDER_NAMES
 from threadwise.wiring import Threadwise
 
 Build = Callable[[], Threadwise]
@@ -26,7 +27,7 @@ def register(sub: Any, build: Build) -> None:
     )
     p.add_argument("--tables", default="both", choices=["both", "rows", "tables"])
     p.add_argument("--mode", default="hybrid", choices=["hybrid", "lexical", "dense"])
-    p.add_argument("--embedder", help="use, minilm, bge-m3 or hashing (default: the configured one)")
+    p.add_argument("--embedder", help=f"retrieval embedder: {EMBEDDER_NAMES} (default: the configured one)")
     p.add_argument("--answers", action="store_true", help="also answer and score against the gold answers")
     p.add_argument("--explain", action="store_true", help="also run Explain and score attribution accuracy")
     p.add_argument("--limit", type=int, help="only the first N conversations")
@@ -71,6 +72,7 @@ def run(args: argparse.Namespace, build: Build) -> int:
         cfg,
         pages,
         embedder=app.embedder,
+        similarity_embedder=app.similarity_embedder,
         completer=app.completer,
         answerer=app.answerer if (args.answers or args.explain) else None,
         data_dir=app.settings.data_dir,

@@ -54,6 +54,9 @@ NAIVE_TEMPERATURE = DEFAULT_TEMPERATURE
 # Evidences are clustered by their first words only: a whole table can run to thousands of words, which costs
 # the embedder seconds, and texts that agree on their first 128 words are near-duplicates anyway.
 CLUSTER_WORDS = 128
+# The naive baseline compares the answer with each evidence's contextualized text, cut to this many characters
+# (page, section, the evidence's start): a 42k-character table would cost the embedder seconds.
+NAIVE_CHARS = 1200
 # An evidence of at least this many words whose text sits inside another's is clustered with it.
 MIN_CONTAINED_WORDS = 5
 # Counterfactual answer calls in flight at once: 10 evidences x 3 repeats all go out together, so Explain
@@ -158,7 +161,7 @@ def _evidence_vectors(
         return np.zeros((0, 1), dtype=np.float32), np.zeros((0, 1), dtype=np.float32)
     texts = [" ".join(e.text.split()[:CLUSTER_WORDS]) for e in evidences]
     if context_embeddings is None:
-        both = _unit(embedder.embed(texts + [e.context_text for e in evidences]))
+        both = _unit(embedder.embed(texts + [e.context_text[:NAIVE_CHARS] for e in evidences]))
         return both[: len(evidences)], both[len(evidences) :]
     if len(context_embeddings) != len(evidences):
         raise ValueError(f"{len(context_embeddings)} evidence embeddings for {len(evidences)} evidences")

@@ -281,6 +281,11 @@ class EvidenceIndex:
         page_id = eid.rpartition(":")[0]
         return active.get(page_id) == page_hash
 
+    def vectors_for(self, embedder: Embedder, evidences: Sequence[Evidence]) -> np.ndarray | None:
+        """The stored vectors of these evidences if `embedder` is the index's own (saves Explain embedding
+        them again), else None."""
+        return self.embeddings_of(evidences) if embedder is self.embedder else None
+
     def embeddings_of(self, evidences: Sequence[Evidence]) -> np.ndarray:
         """The stored vectors of these evidences (re-embedding any that are not stored)."""
         active = self._active_hashes()

@@ -20,7 +20,12 @@ class Embedder(Protocol):
     def warm_up(self) -> None: ...
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
-        """Return a (len(texts), dim) float32 array of unit vectors."""
+        """Return a (len(texts), dim) float32 array of unit vectors (passages, or any texts to compare)."""
+        ...
+
+    def embed_query(self, text: str) -> np.ndarray:
+        """Return the (dim,) unit vector of a search query. Retrieval-trained models (E5) mark queries
+        apart from passages; symmetric ones embed a query like any other text."""
         ...
 
 

@@ -81,11 +81,15 @@ def run_eval(
     completer: QuestionCompleter,
     answerer: Answerer | None,
     data_dir: Path,
+    similarity_embedder: Embedder | None = None,
     reranker: Reranker | None = None,
     judge: Any = None,
     progress: Progress = lambda _msg: None,
 ) -> dict[str, Any]:
-    """Evaluate retrieval (and optionally answers and explanations); returns the JSON-able report."""
+    """Evaluate retrieval (and optionally answers and explanations); returns the JSON-able report.
+
+    `similarity_embedder` compares texts in Explain (default: `embedder`).
+    """
     index, indexed = build_eval_index(cfg, pages, embedder=embedder, data_dir=data_dir, progress=progress)
     retriever = Retriever(
         index=index, embedder=embedder, reranker=reranker, options=RetrievalOptions(mode=cast(Mode, cfg.mode))
@@ -121,7 +125,15 @@ def run_eval(
                 predictions.append((turn, answer.text))
                 if cfg.explain and rank is not None:
                     explain_rows.append(
-                        _explain_one(query, answer, retrieval.evidences, turn, answerer=answerer, index=index)
+                        _explain_one(
+                            query,
+                            answer,
+                            retrieval.evidences,
+                            turn,
+                            answerer=answerer,
+                            embedder=similarity_embedder or embedder,
+                            index=index,
+                        )
                     )
             history.append(
                 PastTurn(
@@ -159,6 +171,7 @@ def run_eval(
             "tables": cfg.tables,
             "mode": cfg.mode,
             "embedder": embedder.name,
+            "similarity_embedder": (similarity_embedder or embedder).name,
             "reranker": getattr(reranker, "name", None),
             "completer": getattr(completer, "name", type(completer).__name__),
             "answerer": getattr(answerer, "name", None),
@@ -211,6 +224,7 @@ def _explain_one(
     turn: QATurn,
     *,
     answerer: Answerer,
+    embedder: Embedder,
     index: EvidenceIndex,
 ) -> dict[str, Any]:
     from threadwise.core.attribution import explain, explanation_accuracy, naive_accuracy
@@ -221,8 +235,8 @@ def _explain_one(
         answer,
         evidences,
         answerer=answerer,
-        embedder=index.embedder,
-        evidence_embeddings=index.embeddings_of(evidences),
+        embedder=embedder,
+        evidence_embeddings=index.vectors_for(embedder, evidences),
     )
     ms = (time.perf_counter() - t) * 1000
     return {
