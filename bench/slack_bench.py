@@ -57,10 +57,10 @@ def serve(args: argparse.Namespace) -> None:
     """Build the bot like `threadwise serve --http`, index the sample wiki, print the port, serve until stdin closes."""
     from threadwise.bot.serve import make_http_server
     from threadwise.bot.slack_app import SlackSettings, build_slack_bot
-    from threadwise.connectors.files import load_pages
+    from threadwise.connectors.files import SAMPLE_WIKI_DIR, load_pages
     from threadwise.core.indexing import index_pages
     from threadwise.settings import load_settings
-    from threadwise.wiring import Threadwise, sample_wiki_dir
+    from threadwise.wiring import Threadwise
 
     env = {
         "THREADWISE_DATA_DIR": args.data_dir,
@@ -73,7 +73,7 @@ def serve(args: argparse.Namespace) -> None:
     }
     tw = Threadwise(settings=load_settings(env=env))
     tw.warm_up()
-    pages, _failures = load_pages(sample_wiki_dir())
+    pages, _failures = load_pages(SAMPLE_WIKI_DIR)
     index_pages(tw.index, pages)
     bot = build_slack_bot(
         conversations=tw.conversations, admin=tw.admin, settings=SlackSettings.from_env(tw.settings.env)

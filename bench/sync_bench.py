@@ -181,7 +181,7 @@ def main() -> None:
             target = make_env(fresh_dir, fake.url, embedder=embedder, cloud=cloud, **CLIENT)
             for key in fake.spaces():
                 target.admin.add_space(key)
-        statuses = Counter()
+        statuses: Counter[int] = Counter()
         seconds, reports = timed_sync(target, full=True)
         statuses.update(r.status for r in fake.requests)
         fetched = fetched_pages(fake)
