@@ -125,7 +125,8 @@ def test_embedder_mismatch_is_refused(tmp_path: Path) -> None:
     try:
         EvidenceIndex(directory=tmp_path / "idx", embedder=Other())
     except ValueError as err:
-        assert "hashing" in str(err)
+        assert "THREADWISE_EMBEDDER=hashing" in str(err)  # how to keep it
+        assert "threadwise sync --full" in str(err)  # how to rebuild it
     else:
         raise AssertionError("mismatched embedder accepted")
 

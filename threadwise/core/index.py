@@ -103,7 +103,9 @@ class EvidenceIndex:
             elif stored[0] != embedder.name:
                 raise ValueError(
                     f"the index in {self.directory} ({collection}) was built with embedder {stored[0]!r}, "
-                    f"not {embedder.name!r}: use the same embedder, or another data folder / collection"
+                    f"not {embedder.name!r}: vectors of two models do not mix. Keep it with "
+                    f"THREADWISE_EMBEDDER={stored[0]}, or rebuild it with the new one: move {self.directory} "
+                    "away, then run `threadwise sync --full` (or `threadwise index DIR`)"
                 )
         self.embedded_pages = 0  # pages embedded by this instance (for reports and tests)
 
