@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
+from threadwise.core.bm25_store import BM25Store
 from threadwise.core.embedders import HashingEmbedder
 from threadwise.core.index import EvidenceIndex
-from threadwise.core.tokenize import compound_parts, tokenize
+from threadwise.core.tokenize import TOKENIZER_VERSION, compound_parts, tokenize
 
 from .test_index import page, put
 
@@ -59,3 +61,29 @@ def test_german_compound_question_finds_the_english_page(tmp_path: Path) -> None
     hits = index.search_lexical("Welche Hardwaretests liefen mit Measured Launch?", 3)
     assert hits and hits[0].evidence.page_id == "3"
     assert [h.evidence.page_id for h in index.search_lexical("Hardwaretests", 3)] == ["3"]
+
+
+def test_possessives_lose_their_s() -> None:
+    assert tokenize("Alice's item, the team’s plan") == tokenize("Alice item, the team plan")
+
+
+def test_a_possessive_question_is_not_pulled_to_other_possessives(tmp_path: Path) -> None:
+    index = EvidenceIndex(directory=tmp_path / "idx", embedder=HashingEmbedder())
+    put(index, page("1", "Alice: migrate the search index"))
+    put(index, page("2", "The quarter's roadmap and the team's goals, the manager's notes"))
+    assert [h.evidence.page_id for h in index.search_lexical("What is Alice's item?", 3)] == ["1"]
+
+
+def test_saved_bm25_of_another_tokenizer_is_rebuilt(tmp_path: Path) -> None:
+    index = EvidenceIndex(directory=tmp_path / "idx", embedder=HashingEmbedder())
+    put(index, page("1", "Alice: migrate the search index"))
+    assert index.search_lexical("migrate", 3)
+    meta = tmp_path / "idx" / "evidence.bm25" / "meta.json"
+    saved = json.loads(meta.read_text())
+    assert saved["tokenizer"] == TOKENIZER_VERSION
+    meta.write_text(json.dumps({**saved, "tokenizer": TOKENIZER_VERSION - 1}))
+    store = BM25Store(directory=meta.parent)
+    assert not store.load(saved["generation"])  # stale tokenization: not loaded, so the index rebuilds it
+    reopened = EvidenceIndex(directory=tmp_path / "idx", embedder=HashingEmbedder())
+    assert [h.evidence.page_id for h in reopened.search_lexical("migrate", 3)] == ["1"]
+    assert json.loads(meta.read_text())["tokenizer"] == TOKENIZER_VERSION

@@ -14,7 +14,7 @@ from pathlib import Path
 import bm25s
 import numpy as np
 
-from threadwise.core.tokenize import tokenize
+from threadwise.core.tokenize import TOKENIZER_VERSION, tokenize
 
 
 class BM25Store:
@@ -26,12 +26,12 @@ class BM25Store:
         self._model: bm25s.BM25 | None = None
 
     def load(self, generation: int) -> bool:
-        """Load the saved index if it was built for `generation`."""
+        """Load the saved index if it was built for `generation` with today's tokenizer."""
         meta_file = self.directory / "meta.json"
         if not meta_file.exists():
             return False
         meta = json.loads(meta_file.read_text())
-        if meta.get("generation") != generation:
+        if meta.get("generation") != generation or meta.get("tokenizer") != TOKENIZER_VERSION:
             return False
         self._ids = meta["ids"]
         self._spaces = np.array(meta["spaces"], dtype=object)
@@ -57,7 +57,14 @@ class BM25Store:
         if self._model is not None:
             self._model.save(str(tmp / "model"))
         (tmp / "meta.json").write_text(
-            json.dumps({"generation": generation, "ids": self._ids, "spaces": list(self._spaces)})
+            json.dumps(
+                {
+                    "generation": generation,
+                    "tokenizer": TOKENIZER_VERSION,
+                    "ids": self._ids,
+                    "spaces": list(self._spaces),
+                }
+            )
         )
         old = self.directory.with_name(self.directory.name + ".old")
         shutil.rmtree(old, ignore_errors=True)

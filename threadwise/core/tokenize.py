@@ -20,6 +20,11 @@ _TOKEN = re.compile(
     re.UNICODE,
 )
 _FOLD = str.maketrans({"ä": "ae", "ö": "oe", "ü": "ue", "ß": "ss"})
+# English possessives lose their 's, as in Lucene's EnglishPossessiveFilter: otherwise "Alice's" brings a term "s"
+# that matches every "quarter's" and "team's" in the wiki.
+_POSSESSIVE = re.compile(r"(?<=\w)['’]s\b")
+# Part of the saved BM25 indexes: a change of tokenization makes them rebuild from the stored texts.
+TOKENIZER_VERSION = 2
 
 STOPWORDS = frozenset(
     """a an and are as at be by do does did for from has have how i in is it its of on or that the this to
@@ -46,7 +51,7 @@ def tokenize(text: str, *, known: Callable[[str], bool] | None = None) -> list[s
     parts it has: see `compound_parts`. That is for queries; documents are tokenized without it.
     """
     terms: list[str] = []
-    for match in _TOKEN.finditer(text.lower()):
+    for match in _TOKEN.finditer(_POSSESSIVE.sub("", text.lower())):
         token = match.group(0).translate(_FOLD)
         if "-" in token:  # issue key: whole and its parts
             terms.append(token)
