@@ -15,7 +15,13 @@ $T eval --questions conversational --lang en --answers --out "$OUT/conversationa
 $T eval --questions conversational --lang de --answers --out "$OUT/conversational-de.json"
 
 # Ablations (like the paper's Tables 2 and 4); each context/linearizer/table setting indexes its own collection
-for mode in lexical dense; do $T eval --mode "$mode" --out "$OUT/mode-$mode.json"; done
+for lang in en de; do
+  for mode in lexical dense; do $T eval --mode "$mode" --lang "$lang" --out "$OUT/mode-$mode-$lang.json"; done
+  # the fast embedder instead of E5 (its own collection)
+  for mode in dense hybrid; do
+    $T eval --embedder use --mode "$mode" --lang "$lang" --out "$OUT/use-$mode-$lang.json"
+  done
+done
 for ctx in NONE TTL HDR BEF AFT; do $T eval --context "$ctx" --out "$OUT/context-$ctx.json"; done
 for lin in piped markdown html plaintext; do $T eval --linearizer "$lin" --out "$OUT/linearizer-$lin.json"; done
 for tables in rows tables; do $T eval --tables "$tables" --out "$OUT/tables-$tables.json"; done
