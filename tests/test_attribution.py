@@ -14,12 +14,10 @@ import numpy as np
 import pytest
 
 from threadwise.core.answering import NOT_FOUND, Answer
-from threadwise.core.attribution import (
+from threadwise.core.attribution import cluster_evidences, explain, merge_contained_evidence
+from threadwise.core.explanation import (
     Explanation,
-    cluster_evidences,
-    explain,
     explanation_accuracy,
-    merge_contained_evidence,
     naive_accuracy,
     render_explanation,
     share_bar,

@@ -8,8 +8,9 @@ from typing import Any
 from tests.support.fake_openai import FakeOpenAI
 from tests.support.llm import chat_for
 from threadwise.core.answering import NOT_FOUND
-from threadwise.core.attribution import explain, explanation_accuracy
+from threadwise.core.attribution import explain
 from threadwise.core.embedders import HashingEmbedder
+from threadwise.core.explanation import explanation_accuracy
 from threadwise.core.llm_answer import LLMAnswerer
 from threadwise.core.page import Evidence
 

@@ -13,8 +13,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from threadwise.core.answering import Answer
-from threadwise.core.attribution import DEFAULT_MAX_WORKERS, Explanation, explain, render_explanation
+from threadwise.core.attribution import DEFAULT_MAX_WORKERS, explain
 from threadwise.core.completion import PastTurn
+from threadwise.core.explanation import Explanation, render_explanation
 from threadwise.core.index import EvidenceIndex
 from threadwise.core.page import Evidence
 from threadwise.core.pipeline import Pipeline, TurnResult

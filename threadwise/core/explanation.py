@@ -1,11 +1,13 @@
 """The result of Explain (counterfactual attribution): clusters of sources, their shares, and the trace.
 
 Stored with the turn as JSON (`Explanation.to_dict` / `from_dict`); computed by
-`threadwise.core.attribution.explain`, shown by `render_explanation` there.
+`threadwise.core.attribution.explain`. Below the data: the evaluation helpers (is the top-attributed source on
+a gold page?) and the plain-text rendering.
 """
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -105,3 +107,83 @@ class Explanation:
                 "timings_ms": dict(data.get("timings_ms", {})),
             }
         )
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Evaluation helpers (paper Sec. 7.1: the top-attributed evidence's page is a gold page)
+
+
+def top_source(expl: Explanation) -> SourceRef | None:
+    """The evidence with the highest share. Ties (the members of one cluster, or a degenerate result) go to
+    a source the answer cites, then to the better-ranked one: the answerer's and the retriever's word."""
+    sources = expl.sources()
+    if not sources:
+        return None
+    return max(
+        sources,
+        key=lambda s: (expl.evidence_shares[s.position - 1], s.position in expl.cited, -s.position),
+    )
+
+
+def naive_top_source(expl: Explanation) -> SourceRef | None:
+    """The evidence most similar to the answer (the paper's naive attribution)."""
+    sources = expl.sources()
+    if not sources:
+        return None
+    return max(sources, key=lambda s: (expl.naive_shares[s.position - 1], -s.position))
+
+
+def _is_gold(source: SourceRef | None, gold_pages: Collection[str]) -> bool:
+    return source is not None and (source.page_id in gold_pages or source.url in gold_pages)
+
+
+def explanation_accuracy(expl: Explanation, gold_pages: Collection[str]) -> bool:
+    """Whether the top-attributed evidence comes from a gold page (given as page ids or URLs)."""
+    return _is_gold(top_source(expl), gold_pages)
+
+
+def naive_accuracy(expl: Explanation, gold_pages: Collection[str]) -> bool:
+    """Whether the evidence most similar to the answer comes from a gold page (given as page ids or URLs)."""
+    return _is_gold(naive_top_source(expl), gold_pages)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Rendering
+
+_PARTIAL_BLOCKS = " ▏▎▍▌▋▊▉"  # 0/8 .. 7/8 of a character cell
+
+
+def share_bar(share: float, width: int = 10) -> str:
+    """A bar `width` cells long at 100%, in eighths of a cell: 0.673 -> '██████▊'."""
+    eighths = round(max(0.0, min(1.0, share)) * width * 8)
+    full, rest = divmod(eighths, 8)
+    return ("█" * full + _PARTIAL_BLOCKS[rest]).rstrip()
+
+
+def render_explanation(expl: Explanation, *, show_answers: bool = False) -> str:
+    """One line per cluster, largest share first: '67.3% ██████▊ cluster 1 — [1] Page (row 7), [2] …'."""
+    if not expl.clusters:
+        return "No sources to explain."
+    seconds = expl.timings_ms.get("total", 0.0) / 1000
+    lines = [
+        f"Which sources caused the answer (each group removed and the question answered again; "
+        f"{expl.answer_calls} answer call{'s' if expl.answer_calls != 1 else ''}, {seconds:.1f} s):"
+    ]
+    if expl.note:
+        lines.append(expl.note)
+    ordered = sorted(expl.clusters, key=lambda c: (not c.scored, -c.share, c.index))
+    for c in ordered:
+        sources = ", ".join(f"[{s.position}] {s.label}" for s in c.sources)
+        if c.scored:
+            head = f"{c.share * 100:.1f}% {share_bar(c.share)}".rstrip()
+        else:
+            head = f"not scored ({c.error})" if c.error else "not scored"
+        lines.append(f"{head} cluster {c.index} — {sources}")
+        if show_answers:
+            lines.extend(f"    without it: {_one_line(a)}" for a in c.counterfactual_answers)
+    return "\n".join(lines)
+
+
+def _one_line(text: str, limit: int = 200) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"

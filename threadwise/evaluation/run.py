@@ -227,7 +227,8 @@ def _explain_one(
     embedder: Embedder,
     index: EvidenceIndex,
 ) -> dict[str, Any]:
-    from threadwise.core.attribution import explain, explanation_accuracy, naive_accuracy
+    from threadwise.core.attribution import explain
+    from threadwise.core.explanation import explanation_accuracy, naive_accuracy
 
     t = time.perf_counter()
     expl = explain(
