@@ -73,6 +73,15 @@ def test_settings_pick_e5_for_retrieval_and_use_for_comparing_texts(tmp_path: Pa
     assert isinstance(default.similarity_embedder, UniversalSentenceEncoder)
     hashing = Threadwise(settings=load_settings(env={"THREADWISE_EMBEDDER": "hashing"}, data_dir=tmp_path))
     assert hashing.similarity_embedder is hashing.embedder  # one symmetric model does both
+    # E5 by its full name (the one the index's mismatch message suggests) still hands comparing to USE
+    by_name = Threadwise(
+        settings=load_settings(env={"THREADWISE_EMBEDDER": "multilingual-e5-small-q4"}, data_dir=tmp_path)
+    )
+    assert isinstance(by_name.similarity_embedder, UniversalSentenceEncoder)
+    use = Threadwise(
+        settings=load_settings(env={"THREADWISE_EMBEDDER": "use-multilingual-v3"}, data_dir=tmp_path)
+    )
+    assert use.similarity_embedder is use.embedder
     chosen = load_settings(
         env={"THREADWISE_EMBEDDER": "use", "THREADWISE_SIMILARITY_EMBEDDER": "hashing"}, data_dir=tmp_path
     )

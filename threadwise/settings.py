@@ -26,9 +26,9 @@ class Settings:
     database_url: str
     embedder: str  # retrieval: e5 | use | minilm | bge-m3 | hashing
     embedder_model: str | None  # BGE-M3 hub id or local directory
-    # comparing texts (Explain's clusters and answer changes, the extractive answerer): a symmetric model.
-    # E5 is asymmetric (queries vs passages), so with it the default is USE; otherwise the retrieval embedder.
-    similarity_embedder: str
+    # comparing texts (Explain's clusters and answer changes, the extractive answerer); None: the retrieval
+    # embedder if it is symmetric, else USE (decided by the composition root, which knows the model)
+    similarity_embedder: str | None
     reranker_model: str | None  # bge-reranker hub id or local directory; None: no re-ranking
     top_k: int
 
@@ -58,14 +58,13 @@ def load_settings(
     folder = (folder or default_data_dir(merged)).expanduser()
     embedder_model = merged.get("THREADWISE_EMBEDDER_MODEL") or None
     embedder = merged.get("THREADWISE_EMBEDDER") or ("bge-m3" if embedder_model else "e5")
-    similarity = merged.get("THREADWISE_SIMILARITY_EMBEDDER") or ("use" if embedder == "e5" else embedder)
     return Settings(
         env=merged,
         data_dir=folder,
         database_url=merged.get("THREADWISE_DATABASE_URL") or f"sqlite:///{folder / 'threadwise.sqlite'}",
         embedder=embedder,
         embedder_model=embedder_model,
-        similarity_embedder=similarity,
+        similarity_embedder=merged.get("THREADWISE_SIMILARITY_EMBEDDER") or None,
         reranker_model=merged.get("THREADWISE_RERANKER_MODEL") or None,
         top_k=int(merged.get("THREADWISE_TOP_K", "10")),
     )

@@ -44,12 +44,17 @@ class Threadwise:
 
     @cached_property
     def similarity_embedder(self) -> Embedder:
-        """The embedder that compares texts with each other: Explain and the extractive answerer."""
-        if self.settings.similarity_embedder == self.settings.embedder:
-            return self.embedder
-        embedder: Embedder = make_embedder(
-            self.settings.similarity_embedder, model_path=self.settings.embedder_model
-        )
+        """The embedder that compares texts with each other: Explain and the extractive answerer.
+
+        Unless configured, the retrieval embedder does it when it is symmetric (one model loaded, and Explain
+        reuses the index's vectors); an asymmetric one (E5, under any of its names) hands it to USE.
+        """
+        name = self.settings.similarity_embedder
+        if name is None:
+            if getattr(self.embedder, "symmetric", True):
+                return self.embedder
+            name = "use"
+        embedder: Embedder = make_embedder(name, model_path=self.settings.embedder_model)
         return embedder
 
     @cached_property
