@@ -22,13 +22,13 @@ sys.path.insert(0, str(ROOT))
 
 from tests.support.fake_openai import FakeOpenAI  # noqa: E402
 from threadwise.connectors.files import SAMPLE_WIKI_DIR, load_pages  # noqa: E402
-from threadwise.core.attribution import explain  # noqa: E402
-from threadwise.core.embedders import UniversalSentenceEncoder  # noqa: E402
-from threadwise.core.index import EvidenceIndex  # noqa: E402
-from threadwise.core.indexing import index_pages  # noqa: E402
-from threadwise.core.llm_answer import LLMAnswerer  # noqa: E402
-from threadwise.core.openai_chat import OpenAIChat  # noqa: E402
-from threadwise.core.retrieval import Retriever  # noqa: E402
+from threadwise.core.answer.llm import LLMAnswerer  # noqa: E402
+from threadwise.core.attribute.attribution import explain  # noqa: E402
+from threadwise.core.retrieve.retriever import Retriever  # noqa: E402
+from threadwise.index.indexer import index_pages  # noqa: E402
+from threadwise.index.store import EvidenceIndex  # noqa: E402
+from threadwise.models.embedders import UniversalSentenceEncoder  # noqa: E402
+from threadwise.models.openai_chat import OpenAIChat  # noqa: E402
 
 QUESTIONS = [
     "What is Alice's action item from the October 14 meeting?",

@@ -58,7 +58,7 @@ def serve(args: argparse.Namespace) -> None:
     from threadwise.bot.serve import make_http_server
     from threadwise.bot.slack_app import SlackSettings, build_slack_bot
     from threadwise.connectors.files import SAMPLE_WIKI_DIR, load_pages
-    from threadwise.core.indexing import index_pages
+    from threadwise.index.indexer import index_pages
     from threadwise.settings import load_settings
     from threadwise.wiring import Threadwise
 

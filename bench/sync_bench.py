@@ -29,12 +29,12 @@ sys.path.insert(0, str(ROOT))
 from tests.support.fake_confluence import FakeConfluence  # noqa: E402
 from tests.support.sync_env import CountingEmbedder, SyncEnv, make_env  # noqa: E402
 from threadwise.connectors.files import load_pages  # noqa: E402
-from threadwise.core.embedders import make_embedder  # noqa: E402
-from threadwise.core.index import EvidenceIndex  # noqa: E402
-from threadwise.core.indexing import index_pages  # noqa: E402
 from threadwise.core.protocols import Embedder  # noqa: E402
-from threadwise.core.retrieval import Retriever  # noqa: E402
+from threadwise.core.retrieve.retriever import Retriever  # noqa: E402
 from threadwise.evaluation.dataset import load_conversations, page_id_of, rank_of_gold  # noqa: E402
+from threadwise.index.indexer import index_pages  # noqa: E402
+from threadwise.index.store import EvidenceIndex  # noqa: E402
+from threadwise.models.embedders import make_embedder  # noqa: E402
 
 SHARED = ROOT.parent / "shared" / "confquestions"
 PUBLIC_BASE = (

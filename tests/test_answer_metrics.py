@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from threadwise.core.answer_metrics import (
+from threadwise.core.types import NOT_FOUND, NOT_FOUND_DE
+from threadwise.evaluation.answer_metrics import (
     answer_words,
     is_not_found,
     normalize_answer,
@@ -13,7 +14,6 @@ from threadwise.core.answer_metrics import (
     token_f1,
     token_recall,
 )
-from threadwise.core.answering import NOT_FOUND, NOT_FOUND_DE
 
 
 def test_citations_are_stripped_before_anything_else() -> None:

@@ -13,18 +13,11 @@ from typing import Any
 import numpy as np
 import pytest
 
-from threadwise.core.answering import NOT_FOUND, Answer
-from threadwise.core.attribution import cluster_evidences, explain, merge_contained_evidence
-from threadwise.core.explanation import (
-    Explanation,
-    explanation_accuracy,
-    naive_accuracy,
-    render_explanation,
-    share_bar,
-    top_source,
-)
-from threadwise.core.page import Evidence
+from threadwise.core.attribute.attribution import cluster_evidences, explain, merge_contained_evidence
+from threadwise.core.attribute.explanation import Explanation, render_explanation, share_bar
 from threadwise.core.protocols import ChatError
+from threadwise.core.types import NOT_FOUND, Answer, Evidence
+from threadwise.evaluation.attribution_metrics import explanation_accuracy, naive_accuracy, top_source
 
 QUESTION = "Which TPM version did the Dell Optiplex 7040 use?"
 

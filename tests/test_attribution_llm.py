@@ -7,12 +7,11 @@ from typing import Any
 
 from tests.support.fake_openai import FakeOpenAI
 from tests.support.llm import chat_for
-from threadwise.core.answering import NOT_FOUND
-from threadwise.core.attribution import explain
-from threadwise.core.embedders import HashingEmbedder
-from threadwise.core.explanation import explanation_accuracy
-from threadwise.core.llm_answer import LLMAnswerer
-from threadwise.core.page import Evidence
+from threadwise.core.answer.llm import LLMAnswerer
+from threadwise.core.attribute.attribution import explain
+from threadwise.core.types import NOT_FOUND, Evidence
+from threadwise.evaluation.attribution_metrics import explanation_accuracy
+from threadwise.models.embedders import HashingEmbedder
 
 QUESTION = "Which TPM version did the Dell Optiplex 7040 use in the OpenXT 9.0 measurement tests?"
 ANSWER_ROW = "Row 4 in Table 1: Platform is Dell OptiPlex 7040, and BIOS is 1.14.0, and TPM is 2.0"

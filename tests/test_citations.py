@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from threadwise.core.answering import NOT_FOUND, NOT_FOUND_DE
-from threadwise.core.citations import (
+from threadwise.core.answer.citations import (
     cited_sources,
     group_numbers,
     is_not_found,
     rewrite_citations,
     strip_citations,
 )
+from threadwise.core.types import NOT_FOUND, NOT_FOUND_DE
 
 
 @pytest.mark.parametrize(

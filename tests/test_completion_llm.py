@@ -8,9 +8,10 @@ import pytest
 
 from tests.support.fake_openai import FakeOpenAI
 from tests.support.llm import chat_for, unused_port
-from threadwise.core.completion import Completion, LLMCompleter, PastTurn, clean_completion
-from threadwise.core.openai_chat import OpenAIChat
+from threadwise.core.complete.llm import LLMCompleter, clean_completion
 from threadwise.core.protocols import ChatError
+from threadwise.core.types import Completion, PastTurn
+from threadwise.models.openai_chat import OpenAIChat
 
 FIRST = PastTurn(
     question="What BIOS did the Dell Optiplex 7040 use in the OpenXT 9.0 measurement tests?",

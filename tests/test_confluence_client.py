@@ -18,7 +18,7 @@ from threadwise.connectors.confluence import (
     ConfluenceUnavailableError,
 )
 from threadwise.connectors.scope import SpaceScope
-from threadwise.core.page import Page, PageFailure
+from threadwise.core.types import Page, PageFailure
 
 FAST = {"backoff_s": 0.01, "max_wait_s": 0.2, "max_retries": 3, "timeout": 5.0}
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from threadwise.core.contextualize import ALL, HDR, NONE, TTL, ContextParts, head, tail
-from threadwise.core.extract import PageParseError, extract_evidence, extract_many
-from threadwise.core.page import Evidence, Page
+from threadwise.core.ingest.contextualize import ALL, HDR, NONE, TTL, ContextParts, head, tail
+from threadwise.core.ingest.extract import PageParseError, extract_evidence, extract_many
+from threadwise.core.types import Evidence, Page
 
 MEETING = (
     "<h2>Discussion</h2><p>We reviewed the roadmap.</p>"

@@ -9,8 +9,8 @@ import pytest
 
 from threadwise.cli import main
 from threadwise.connectors.files import SAMPLE_WIKI_DIR, load_pages
-from threadwise.core.indexing import index_pages
 from threadwise.db.conversations import ThreadKey
+from threadwise.index.indexer import index_pages
 from threadwise.settings import load_settings
 from threadwise.wiring import Threadwise
 

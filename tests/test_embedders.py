@@ -7,9 +7,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from threadwise.core.embedders import MultilingualE5Small, UniversalSentenceEncoder, make_embedder
-from threadwise.core.index import EvidenceIndex
-from threadwise.core.retrieval import RetrievalOptions, Retriever
+from threadwise.core.retrieve.retriever import RetrievalOptions, Retriever
+from threadwise.index.store import EvidenceIndex
+from threadwise.models.embedders import MultilingualE5Small, UniversalSentenceEncoder, make_embedder
 from threadwise.settings import load_settings
 from threadwise.wiring import Threadwise
 

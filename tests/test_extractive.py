@@ -6,11 +6,15 @@ import threading
 
 import pytest
 
-from threadwise.core.answering import NOT_FOUND, NOT_FOUND_DE
-from threadwise.core.embedders import UniversalSentenceEncoder
-from threadwise.core.extractive import ExtractiveAnswerer, expected_answer_type, has_answer_type, is_german
-from threadwise.core.page import Evidence, EvidenceKind
-from threadwise.core.spans import list_items, split_sentences, verbalized_cells
+from threadwise.core.answer.extractive import (
+    ExtractiveAnswerer,
+    expected_answer_type,
+    has_answer_type,
+    is_german,
+)
+from threadwise.core.answer.spans import list_items, split_sentences, verbalized_cells
+from threadwise.core.types import NOT_FOUND, NOT_FOUND_DE, Evidence, EvidenceKind
+from threadwise.models.embedders import UniversalSentenceEncoder
 
 
 @pytest.fixture(scope="module")

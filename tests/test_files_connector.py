@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from threadwise.connectors.files import SAMPLE_WIKI_DIR, load_pages, page_from_json, page_id_from_url
-from threadwise.core.extract import extract_many
+from threadwise.core.ingest.extract import extract_many
 
 CONFQUESTIONS = Path(
     os.environ.get("CONFQUESTIONS_DIR", Path(__file__).resolve().parents[2] / "shared" / "confquestions")

@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 
 from tests.support.tiny_models import build_tiny_models
-from threadwise.core.embedders import BGEM3Embedder
-from threadwise.core.index import EvidenceIndex
-from threadwise.core.page import Evidence
-from threadwise.core.rerank import FlagCrossEncoder
-from threadwise.core.retrieval import Retriever
+from threadwise.core.retrieve.retriever import Retriever
+from threadwise.core.types import Evidence
+from threadwise.index.store import EvidenceIndex
+from threadwise.models.embedders import BGEM3Embedder
+from threadwise.models.rerank import FlagCrossEncoder
 from threadwise.settings import load_settings
 from threadwise.wiring import Threadwise
 
@@ -35,7 +35,7 @@ def test_reranker_reorders_the_fused_list(tiny: tuple[Path, Path], tmp_path: Pat
     embedder = BGEM3Embedder(model=str(tiny[0]), device="cpu")
     reranker = FlagCrossEncoder(model=str(tiny[1]), device="cpu")
     index = EvidenceIndex(directory=tmp_path, embedder=embedder)
-    from threadwise.core.page import Page
+    from threadwise.core.types import Page
 
     page = Page(id="1", space="S", title="Tests", url="u", body="x")
     texts = ["the tpm version is 2.0", "dell optiplex bios 1.14.0", "vacation days per year"]

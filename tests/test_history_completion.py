@@ -1,5 +1,5 @@
-from threadwise.core.completion import PastTurn
-from threadwise.core.history_completion import SEPARATOR, HistoryCompleter
+from threadwise.core.complete.history import SEPARATOR, HistoryCompleter
+from threadwise.core.types import PastTurn
 
 
 def turn(q: str) -> PastTurn:

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from threadwise.core.embedders import HashingEmbedder
-from threadwise.core.index import EvidenceIndex
-from threadwise.core.page import Evidence, Page
-from threadwise.core.retrieval import RetrievalOptions, Retriever, reciprocal_rank_fusion
+from threadwise.core.retrieve.retriever import RetrievalOptions, Retriever, reciprocal_rank_fusion
+from threadwise.core.types import Evidence, Page
+from threadwise.index.store import EvidenceIndex
+from threadwise.models.embedders import HashingEmbedder
 
 
 def page(pid: str, body: str, *, version: int = 1, space: str = "ENG", title: str = "") -> Page:
@@ -148,7 +148,7 @@ def test_page_level_ranking_finds_the_page_by_its_title_and_text(tmp_path: Path)
 
 
 def test_the_extraction_version_is_part_of_the_content_hash(monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    import threadwise.core.page as page_module
+    import threadwise.core.types as page_module
 
     p = page("1", "body")
     before = p.content_hash
@@ -172,8 +172,8 @@ def test_writers_in_two_processes_take_turns(tmp_path: Path) -> None:
             f"""
 import time
 from pathlib import Path
-from threadwise.core.embedders import HashingEmbedder
-from threadwise.core.index import EvidenceIndex
+from threadwise.models.embedders import HashingEmbedder
+from threadwise.index.store import EvidenceIndex
 index = EvidenceIndex(directory=Path({str(tmp_path / "idx")!r}), embedder=HashingEmbedder())
 with index._write_lock:
     Path({str(held)!r}).touch()

@@ -10,13 +10,12 @@ import pytest
 
 from tests.support.fake_openai import FakeOpenAI
 from tests.support.llm import chat_for
-from threadwise.core.answering import NOT_FOUND, NOT_FOUND_DE, Answer
-from threadwise.core.judge import LLMJudge, parse_score
-from threadwise.core.llm_answer import LLMAnswerer, parse_follow_ups
-from threadwise.core.openai_chat import OpenAIChat
-from threadwise.core.page import Evidence
+from threadwise.core.answer.llm import LLMAnswerer, parse_follow_ups
 from threadwise.core.prompts import Prompts, fence
 from threadwise.core.protocols import ChatError
+from threadwise.core.types import NOT_FOUND, NOT_FOUND_DE, Answer, Evidence
+from threadwise.evaluation.judge import LLMJudge, parse_score
+from threadwise.models.openai_chat import OpenAIChat
 
 BIOS = (
     "OpenXT 9.0 Measurement Test\nResults\nRow 7 in Table 1: Device is Dell Optiplex 7040, and BIOS is 1.4.5"

@@ -9,9 +9,14 @@ import pytest
 
 from tests.support.fake_openai import FakeOpenAI
 from tests.support.llm import chat_for, unused_port
-from threadwise.core.llm_settings import LOCAL_PLACEHOLDER_KEY, LLMSettings, llm_settings_from_env, make_chat
-from threadwise.core.openai_chat import OpenAIChat
 from threadwise.core.protocols import ChatError
+from threadwise.models.llm_settings import (
+    LOCAL_PLACEHOLDER_KEY,
+    LLMSettings,
+    llm_settings_from_env,
+    make_chat,
+)
+from threadwise.models.openai_chat import OpenAIChat
 
 HELLO = [{"role": "user", "content": "Hello?"}]
 

@@ -19,8 +19,8 @@ from tests.support.fake_slack import FakeSlack
 from tests.support.llm import chat_for
 from tests.support.slack_events import find_action
 from tests.support.slack_world import ADMIN, Running, World, build_index, build_world, running_bot
-from threadwise.core.index import EvidenceIndex
-from threadwise.core.llm_answer import LLMAnswerer
+from threadwise.core.answer.llm import LLMAnswerer
+from threadwise.index.store import EvidenceIndex
 
 WORKSPACE_ADMIN = "UWSADMIN"
 LAPTOP = "<@UBOT> how do I request a new laptop?"

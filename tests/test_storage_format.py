@@ -7,10 +7,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from threadwise.connectors.files import SAMPLE_WIKI_DIR, load_pages
-from threadwise.core.extract import PageParseError, extract_evidence
-from threadwise.core.linearize import LINEARIZERS
-from threadwise.core.page import Element, Page
-from threadwise.core.storage_format import parse_storage_format
+from threadwise.core.ingest.extract import PageParseError, extract_evidence
+from threadwise.core.ingest.linearize import LINEARIZERS
+from threadwise.core.ingest.storage_format import parse_storage_format
+from threadwise.core.types import Element, Page
 
 
 def kinds(elements: list[Element]) -> list[str]:

@@ -12,7 +12,7 @@ import pytest
 from tests.support.fake_confluence import FakeConfluence, FakePage, tree_wiki
 from tests.support.sync_env import CountingEmbedder, SyncEnv, make_env
 from threadwise.connectors.scope import SpaceScope
-from threadwise.core.embedders import HashingEmbedder
+from threadwise.models.embedders import HashingEmbedder
 from threadwise.sync.store import SyncStore
 
 ROOT = Path(__file__).resolve().parents[1]

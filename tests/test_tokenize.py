@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from threadwise.core.bm25_store import BM25Store
-from threadwise.core.embedders import HashingEmbedder
-from threadwise.core.index import EvidenceIndex
-from threadwise.core.tokenize import TOKENIZER_VERSION, compound_parts, tokenize
+from threadwise.core.retrieve.tokenize import TOKENIZER_VERSION, compound_parts, tokenize
+from threadwise.index.bm25_store import BM25Store
+from threadwise.index.store import EvidenceIndex
+from threadwise.models.embedders import HashingEmbedder
 
 from .test_index import page, put
 

@@ -12,15 +12,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from threadwise.core.answering import Answer
-from threadwise.core.attribution import DEFAULT_MAX_WORKERS, explain
-from threadwise.core.completion import PastTurn
-from threadwise.core.explanation import Explanation, render_explanation
-from threadwise.core.index import EvidenceIndex
-from threadwise.core.page import Evidence
+from threadwise.core.attribute.attribution import DEFAULT_MAX_WORKERS, explain
+from threadwise.core.attribute.explanation import Explanation, render_explanation
 from threadwise.core.pipeline import Pipeline, TurnResult
 from threadwise.core.protocols import ChatError, Embedder
+from threadwise.core.types import Answer, Evidence, PastTurn
 from threadwise.db.conversations import ConversationStore, StoredTurn, ThreadKey
+from threadwise.index.store import EvidenceIndex
 from threadwise.trace_render import render_trace
 
 log = logging.getLogger(__name__)

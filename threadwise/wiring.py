@@ -10,15 +10,13 @@ import logging
 from functools import cached_property
 from typing import Any
 
-from threadwise.core.answering import Answerer
-from threadwise.core.completion import QuestionCompleter
-from threadwise.core.embedders import make_embedder
-from threadwise.core.history_completion import HistoryCompleter
-from threadwise.core.index import EvidenceIndex
-from threadwise.core.llm_settings import LLMSettings, llm_settings_from_env, make_chat
+from threadwise.core.complete.history import HistoryCompleter
 from threadwise.core.pipeline import Pipeline
-from threadwise.core.protocols import Embedder, Reranker
-from threadwise.core.retrieval import RetrievalOptions, Retriever
+from threadwise.core.protocols import Answerer, Embedder, QuestionCompleter, Reranker
+from threadwise.core.retrieve.retriever import RetrievalOptions, Retriever
+from threadwise.index.store import EvidenceIndex
+from threadwise.models.embedders import make_embedder
+from threadwise.models.llm_settings import LLMSettings, llm_settings_from_env, make_chat
 from threadwise.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -61,7 +59,7 @@ class Threadwise:
     def reranker(self) -> Reranker | None:
         if not self.settings.reranker_model:
             return None
-        from threadwise.core.rerank import FlagCrossEncoder
+        from threadwise.models.rerank import FlagCrossEncoder
 
         return FlagCrossEncoder(model=self.settings.reranker_model)
 
@@ -86,12 +84,12 @@ class Threadwise:
         offline = HistoryCompleter()
         if self.llm is None:
             return offline
-        from threadwise.core.completion import LLMCompleter
+        from threadwise.core.complete.llm import LLMCompleter
 
         return LLMCompleter(chat=make_chat(self.llm["completion"]), fallback=offline)
 
     def _llm_answerer(self, role: str, *, follow_ups: bool) -> Answerer:
-        from threadwise.core.llm_answer import LLMAnswerer
+        from threadwise.core.answer.llm import LLMAnswerer
 
         assert self.llm is not None
         return LLMAnswerer(chat=make_chat(self.llm[role]), role=role, follow_ups=3 if follow_ups else 0)
@@ -99,7 +97,7 @@ class Threadwise:
     @cached_property
     def answerer(self) -> Answerer:
         if self.llm is None:
-            from threadwise.core.extractive import ExtractiveAnswerer
+            from threadwise.core.answer.extractive import ExtractiveAnswerer
 
             return ExtractiveAnswerer(embedder=self.similarity_embedder)
         return self._llm_answerer("answer", follow_ups=True)

@@ -6,7 +6,7 @@ import socket
 from typing import Any
 
 from tests.support.fake_openai import FakeOpenAI
-from threadwise.core.openai_chat import OpenAIChat
+from threadwise.models.openai_chat import OpenAIChat
 
 
 def chat_for(server: FakeOpenAI, **overrides: Any) -> OpenAIChat:

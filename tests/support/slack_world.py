@@ -17,18 +17,18 @@ from tests.support.slack_events import SlackSender
 from threadwise.bot.serve import make_http_server
 from threadwise.bot.slack_app import SlackBot, SlackSettings
 from threadwise.conversations import ConversationService
-from threadwise.core.answering import Answerer
-from threadwise.core.embedders import HashingEmbedder
-from threadwise.core.extractive import ExtractiveAnswerer
-from threadwise.core.history_completion import HistoryCompleter
-from threadwise.core.index import EvidenceIndex
-from threadwise.core.indexing import index_pages
-from threadwise.core.page import Page
+from threadwise.core.answer.extractive import ExtractiveAnswerer
+from threadwise.core.complete.history import HistoryCompleter
 from threadwise.core.pipeline import Pipeline
-from threadwise.core.retrieval import Retriever
+from threadwise.core.protocols import Answerer
+from threadwise.core.retrieve.retriever import Retriever
+from threadwise.core.types import Page
 from threadwise.db.base import make_engine, make_sessions
 from threadwise.db.conversations import ConversationStore
 from threadwise.db.schema import upgrade
+from threadwise.index.indexer import index_pages
+from threadwise.index.store import EvidenceIndex
+from threadwise.models.embedders import HashingEmbedder
 from threadwise.sync.admin import AdminService
 
 SIGNING_SECRET = "8f742231b10e8888abcd99yyyzzz85a5"

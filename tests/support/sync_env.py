@@ -18,11 +18,11 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from threadwise.connectors.confluence import ConfluenceClient, ConfluenceSettings
 from threadwise.connectors.scope import SpaceScope
-from threadwise.core.embedders import HashingEmbedder
-from threadwise.core.index import EvidenceIndex
 from threadwise.core.protocols import Embedder
 from threadwise.db.base import make_engine, make_sessions
 from threadwise.db.schema import upgrade
+from threadwise.index.store import EvidenceIndex
+from threadwise.models.embedders import HashingEmbedder
 from threadwise.sync.admin import AdminService
 from threadwise.sync.sync import SpaceSyncer
 

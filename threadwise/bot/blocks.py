@@ -14,8 +14,8 @@ from typing import Any
 
 from threadwise.bot.mrkdwn import escape, link, markdown_to_mrkdwn, slack_date, split_mrkdwn, truncate
 from threadwise.conversations import ExplainView, SourceView, TurnView
-from threadwise.core.citations import rewrite_citations, strip_citations
-from threadwise.core.explanation import ClusterAttribution, Explanation, share_bar
+from threadwise.core.answer.citations import rewrite_citations, strip_citations
+from threadwise.core.attribute.explanation import ClusterAttribution, Explanation, share_bar
 
 Message = dict[str, Any]
 Block = dict[str, Any]

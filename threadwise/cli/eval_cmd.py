@@ -9,7 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from threadwise.core.embedders import EMBEDDER_NAMES
+from threadwise.models.embedders import EMBEDDER_NAMES
 from threadwise.wiring import Threadwise
 
 Build = Callable[[], Threadwise]
@@ -37,8 +37,8 @@ def register(sub: Any, build: Build) -> None:
 
 def run(args: argparse.Namespace, build: Build) -> int:
     from threadwise.connectors.files import load_pages
-    from threadwise.core.embedders import make_embedder
     from threadwise.evaluation.run import EvalConfig, run_eval
+    from threadwise.models.embedders import make_embedder
 
     app = build()
     if args.embedder:
@@ -64,8 +64,8 @@ def run(args: argparse.Namespace, build: Build) -> int:
     app.embedder.warm_up()
     judge = None
     if args.answers and app.llm is not None:
-        from threadwise.core.judge import LLMJudge
-        from threadwise.core.llm_settings import make_chat
+        from threadwise.evaluation.judge import LLMJudge
+        from threadwise.models.llm_settings import make_chat
 
         judge = LLMJudge(chat=make_chat(app.llm["judge"]))
     report = run_eval(

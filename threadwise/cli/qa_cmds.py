@@ -13,8 +13,8 @@ from typing import Any
 
 from threadwise.connectors.files import SAMPLE_WIKI_DIR
 from threadwise.conversations import TurnView
-from threadwise.core.indexing import IndexReport
 from threadwise.db.conversations import ThreadKey
+from threadwise.index.indexer import IndexReport
 from threadwise.wiring import Threadwise
 
 Build = Callable[[], Threadwise]
@@ -68,7 +68,7 @@ def index_folder_into(app: Threadwise, folder: Path, *, remove_missing: bool) ->
     """Index a folder of page files into `app`'s index with a progress bar, reporting skipped pages on
     stderr; returns the report and the number of pages skipped in all (unreadable files included)."""
     from threadwise.connectors.files import load_pages
-    from threadwise.core.indexing import index_pages
+    from threadwise.index.indexer import index_pages
 
     pages, failures = load_pages(folder)
     app.embedder.warm_up()

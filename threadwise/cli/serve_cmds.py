@@ -91,7 +91,7 @@ def _confluence_check(tw: Threadwise) -> Check:
 
 
 def _llm_checks(tw: Threadwise) -> list[Check]:
-    from threadwise.core.llm_settings import make_chat
+    from threadwise.models.llm_settings import make_chat
 
     roles = tw.llm
     if roles is None:

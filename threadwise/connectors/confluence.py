@@ -24,7 +24,7 @@ from threadwise.connectors.confluence_rest import (
     ConfluenceUnavailableError,
     RestSession,
 )
-from threadwise.core.page import Page, PageFailure
+from threadwise.core.types import Page, PageFailure
 
 __all__ = [
     "NOT_CONFIGURED",

@@ -18,7 +18,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from threadwise.core.page import Page, PageFailure
+from threadwise.core.types import Page, PageFailure
 
 SAMPLE_WIKI_DIR = Path(__file__).resolve().parent.parent / "sample_wiki"  # the pages shipped with the package
 

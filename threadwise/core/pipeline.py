@@ -10,10 +10,9 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from threadwise.core.answering import Answer, Answerer
-from threadwise.core.completion import Completion, PastTurn, QuestionCompleter
-from threadwise.core.page import Evidence
-from threadwise.core.retrieval import Retrieval, Retriever
+from threadwise.core.protocols import Answerer, QuestionCompleter
+from threadwise.core.retrieve.retriever import Retrieval, Retriever
+from threadwise.core.types import Answer, Completion, Evidence, PastTurn
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,5 @@
-"""The small interfaces the pipeline depends on. Adapters (Chroma, bm25s, OpenAI, models) implement them."""
+"""Every interface the pipeline depends on, in one place. Adapters outside `core/` (the index, the models, the
+connectors) implement them; the stages only ever see these."""
 
 from __future__ import annotations
 
@@ -6,6 +7,8 @@ from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
 import numpy as np
+
+from threadwise.core.types import Answer, Completion, Evidence, PastTurn, ScoredEvidence
 
 
 @runtime_checkable
@@ -40,6 +43,26 @@ class Reranker(Protocol):
     def score(self, query: str, passages: Sequence[str]) -> list[float]: ...
 
 
+class EvidenceSearch(Protocol):
+    """The index as retrieval sees it: three ranked lookups, each optionally limited to some spaces."""
+
+    def search_lexical(self, query: str, k: int, spaces: Sequence[str] | None = None) -> list[ScoredEvidence]:
+        """BM25 over the contextualized evidence texts."""
+        ...
+
+    def search_dense(
+        self, vector: np.ndarray, k: int, spaces: Sequence[str] | None = None
+    ) -> list[ScoredEvidence]:
+        """Nearest evidences to a query vector (made by the index's own embedder)."""
+        ...
+
+    def search_pages(
+        self, query: str, k: int, spaces: Sequence[str] | None = None
+    ) -> list[tuple[str, float]]:
+        """BM25 over whole pages: (page id, score), best first."""
+        ...
+
+
 class ChatModel(Protocol):
     """An OpenAI-style chat completion endpoint. Raises `ChatError` with a user-readable message on failure."""
 
@@ -52,3 +75,18 @@ class ChatModel(Protocol):
 
 class ChatError(RuntimeError):
     """The LLM endpoint could not answer (unreachable, wrong key, rate-limited beyond retries, timeout)."""
+
+
+class QuestionCompleter(Protocol):
+    """Turns the latest question of a conversation into a self-contained one. History is oldest first."""
+
+    def complete(self, question: str, history: Sequence[PastTurn]) -> Completion: ...
+
+
+class Answerer(Protocol):
+    """Answers a (self-contained) question from evidences. Must be safe to call from several threads at once."""
+
+    name: str
+    deterministic: bool  # True: one counterfactual run per cluster is enough
+
+    def answer(self, question: str, evidences: Sequence[Evidence]) -> Answer: ...

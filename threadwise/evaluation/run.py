@@ -11,15 +11,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
-from threadwise.core.answering import Answerer
-from threadwise.core.completion import PastTurn, QuestionCompleter
-from threadwise.core.contextualize import ContextParts
-from threadwise.core.index import EvidenceIndex
-from threadwise.core.indexing import IndexReport, index_pages
-from threadwise.core.page import Page
-from threadwise.core.protocols import Embedder, Reranker
-from threadwise.core.retrieval import Mode, RetrievalOptions, Retriever
+from threadwise.core.ingest.contextualize import ContextParts
+from threadwise.core.protocols import Answerer, Embedder, QuestionCompleter, Reranker
+from threadwise.core.retrieve.retriever import Mode, RetrievalOptions, Retriever
+from threadwise.core.types import Page, PastTurn
 from threadwise.evaluation.dataset import QATurn, load_conversations, rank_of_gold, retrieval_scores
+from threadwise.index.indexer import IndexReport, index_pages
+from threadwise.index.store import EvidenceIndex
 
 Progress = Callable[[str], None]
 
@@ -194,7 +192,7 @@ def _p1_by(rows: Sequence[tuple[QATurn, int | None]], key: Callable[[QATurn], st
 
 
 def _answer_report(predictions: Sequence[tuple[QATurn, str]], answer_ms: Sequence[float]) -> dict[str, Any]:
-    from threadwise.core.answer_metrics import score_answers
+    from threadwise.evaluation.answer_metrics import score_answers
 
     s = score_answers([p for _, p in predictions], [t.answer for t, _ in predictions])
     return {
@@ -227,8 +225,8 @@ def _explain_one(
     embedder: Embedder,
     index: EvidenceIndex,
 ) -> dict[str, Any]:
-    from threadwise.core.attribution import explain
-    from threadwise.core.explanation import explanation_accuracy, naive_accuracy
+    from threadwise.core.attribute.attribution import explain
+    from threadwise.evaluation.attribution_metrics import explanation_accuracy, naive_accuracy
 
     t = time.perf_counter()
     expl = explain(

@@ -15,9 +15,9 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from threadwise.connectors.confluence import NOT_CONFIGURED, ConfluenceClient, ConfluenceError, SpaceInfo
 from threadwise.connectors.scope import SpaceScope
-from threadwise.core.index import EvidenceIndex
-from threadwise.core.page import PageFailure
+from threadwise.core.types import PageFailure
 from threadwise.db.sync_tables import ChannelSpacesRow, SyncedSpaceRow, SyncRunRow, as_utc
+from threadwise.index.store import EvidenceIndex
 from threadwise.sync.store import SyncStore
 from threadwise.sync.sync import SpaceSyncer, SyncBusyError, SyncReport
 

@@ -9,7 +9,7 @@ from datetime import datetime
 from sqlalchemy import delete, select
 from sqlalchemy.orm import Session, sessionmaker
 
-from threadwise.core.page import PageFailure
+from threadwise.core.types import PageFailure
 from threadwise.db.sync_tables import SpaceSyncStateRow, SyncedPageRow, SyncRunRow, as_utc, utcnow
 
 

@@ -35,10 +35,10 @@ from threadwise.connectors.confluence import (
     PageRef,
 )
 from threadwise.connectors.scope import SpaceScope
-from threadwise.core.extract import PageParseError, extract_evidence
-from threadwise.core.index import EvidenceIndex, PageState
-from threadwise.core.page import Evidence, Page, PageFailure
+from threadwise.core.ingest.extract import PageParseError, extract_evidence
+from threadwise.core.types import Evidence, Page, PageFailure
 from threadwise.db.sync_tables import utcnow
+from threadwise.index.store import EvidenceIndex, PageState
 from threadwise.sync.store import PageRecord, RunCounts, SyncState, SyncStore
 
 log = logging.getLogger(__name__)

@@ -20,9 +20,15 @@ from collections.abc import Iterator, Mapping
 from bs4 import BeautifulSoup, Comment, NavigableString, PageElement, Tag
 from markdownify import MarkdownConverter
 
-from threadwise.core.confluence_macros import rewrite_confluence_markup
-from threadwise.core.linearize import TableData, check_linearizer, linearize_row, linearize_table, row_cells
-from threadwise.core.page import Element
+from threadwise.core.ingest.confluence_macros import rewrite_confluence_markup
+from threadwise.core.ingest.linearize import (
+    TableData,
+    check_linearizer,
+    linearize_row,
+    linearize_table,
+    row_cells,
+)
+from threadwise.core.types import Element
 
 DEFAULT_MAX_CHARS = 1500
 HEADINGS = ("h1", "h2", "h3", "h4", "h5", "h6")
@@ -94,7 +100,7 @@ def parse_storage_format(
 ) -> list[Element]:
     """Parse a page body into ordered elements: passages, lists, tables and their rows.
 
-    `linearizer` picks how tables and rows are written (see `threadwise.core.linearize`); `user_names` maps
+    `linearizer` picks how tables and rows are written (see `threadwise.core.ingest.linearize`); `user_names` maps
     Confluence account ids / user keys to display names for mentions (unknown ones read "@user-1a2b3c").
     """
     check_linearizer(linearizer)

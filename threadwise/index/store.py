@@ -22,10 +22,10 @@ from typing import Any
 import numpy as np
 from filelock import FileLock
 
-from threadwise.core.bm25_store import BM25Store
-from threadwise.core.chroma_store import ChromaStore, evidence_from_row, row_id
-from threadwise.core.page import Evidence, Page
 from threadwise.core.protocols import Embedder
+from threadwise.core.types import Evidence, Page, ScoredEvidence
+from threadwise.index.bm25_store import BM25Store
+from threadwise.index.chroma_store import ChromaStore, evidence_from_row, row_id
 
 
 class _WriteLock:
@@ -54,12 +54,6 @@ class PageState:
     content_hash: str
     title: str
     evidence_count: int
-
-
-@dataclass(frozen=True)
-class ScoredEvidence:
-    evidence: Evidence
-    score: float
 
 
 _SCHEMA = """

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from threadwise.core.completion import Completion, PastTurn
+from threadwise.core.types import Completion, PastTurn
 
 SEPARATOR = " ← "
 

@@ -31,11 +31,10 @@ from dataclasses import dataclass
 import numpy as np
 from sklearn.cluster import DBSCAN
 
-from threadwise.core.answering import Answer, Answerer
-from threadwise.core.citations import strip_citations
-from threadwise.core.explanation import ClusterAttribution, Explanation, PageShare, SourceRef
-from threadwise.core.page import Evidence
-from threadwise.core.protocols import Embedder
+from threadwise.core.answer.citations import strip_citations
+from threadwise.core.attribute.explanation import ClusterAttribution, Explanation, PageShare, SourceRef
+from threadwise.core.protocols import Answerer, Embedder
+from threadwise.core.types import Answer, Evidence
 
 # Paper: t = 0.05 skews the distribution to the 1-3 evidences that matter.
 DEFAULT_TEMPERATURE = 0.05

@@ -10,10 +10,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from threadwise.core.hits import Hit
-from threadwise.core.index import EvidenceIndex, ScoredEvidence
-from threadwise.core.page import Evidence
-from threadwise.core.protocols import Embedder, Reranker
+from threadwise.core.protocols import Embedder, EvidenceSearch, Reranker
+from threadwise.core.types import Evidence, Hit, ScoredEvidence
 
 Mode = Literal["hybrid", "lexical", "dense"]
 
@@ -70,12 +68,12 @@ def _hits(scored: Sequence[ScoredEvidence]) -> list[Hit]:
 
 
 class Retriever:
-    """Runs the retrieval stages over an `EvidenceIndex`."""
+    """Runs the retrieval stages over an index (any `EvidenceSearch`: the Chroma + BM25 one in `threadwise.index`)."""
 
     def __init__(
         self,
         *,
-        index: EvidenceIndex,
+        index: EvidenceSearch,
         embedder: Embedder,
         reranker: Reranker | None = None,
         options: RetrievalOptions | None = None,

@@ -9,10 +9,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from threadwise.core.answering import LLMCall
-from threadwise.core.llm_answer import timed_chat
+from threadwise.core.chat import timed_chat
 from threadwise.core.prompts import Prompts
 from threadwise.core.protocols import ChatModel
+from threadwise.core.types import LLMCall
 
 SCORES = (0.0, 0.5, 1.0)
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)?")

@@ -14,7 +14,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
-from threadwise.core.citations import is_not_found, strip_citations
+from threadwise.core.answer.citations import is_not_found, strip_citations
 
 _ARTICLES = re.compile(
     r"\b(?:a|an|the|der|die|das|den|dem|des|ein|eine|einer|einem|einen|eines)\b", re.UNICODE

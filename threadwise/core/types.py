@@ -1,4 +1,8 @@
-"""The units the pipeline moves: a wiki page, and the evidence extracted from it."""
+"""The small types every stage shares: a wiki page and its evidence, ranked hits, completed questions, answers.
+
+Plain frozen dataclasses, no behaviour beyond a label or a hash: each stage of `threadwise.core` takes and
+returns these.
+"""
 
 from __future__ import annotations
 
@@ -85,3 +89,73 @@ class PageFailure:
     page_id: str
     title: str
     reason: str
+
+
+# --- retrieval
+
+
+@dataclass(frozen=True)
+class ScoredEvidence:
+    evidence: Evidence
+    score: float
+
+
+@dataclass(frozen=True)
+class Hit:
+    """One entry of a ranked list: which evidence, its score in that stage, its 1-based rank."""
+
+    evidence_id: str
+    score: float
+    rank: int
+
+
+# --- question completion
+
+
+@dataclass(frozen=True)
+class PastTurn:
+    """An earlier turn of the conversation, as completion sees it."""
+
+    question: str  # as asked
+    completed_question: str  # as it was understood
+    answer: str
+    page_ids: tuple[str, ...] = ()  # pages of the evidence shown (cited first)
+
+
+@dataclass(frozen=True)
+class Completion:
+    """The self-contained question, how it was obtained, and the LLM exchanges it took (for the trace)."""
+
+    question: str
+    method: str  # "first-turn", "llm", or the fallback's method with the reason the LLM was not used
+    calls: tuple[LLMCall, ...] = ()
+
+
+# --- answers
+
+# The paper's out-of-scope sentence. Answerers say exactly this when the evidence does not hold the answer.
+NOT_FOUND = "The desired information cannot be found in the retrieved pool of evidence."
+NOT_FOUND_DE = "Die gewünschte Information ist in den gefundenen Quellen nicht enthalten."
+
+
+@dataclass(frozen=True)
+class LLMCall:
+    """One exchange with a chat model, kept for the trace: the exact prompt sent and the raw completion."""
+
+    role: str  # "completion", "answer", "counterfactual", "judge", "follow_ups"
+    model: str
+    messages: list[dict[str, str]]
+    completion: str
+    ms: float
+
+
+@dataclass(frozen=True)
+class Answer:
+    """An answer to a question over numbered sources (1-based, in the order the evidences were given)."""
+
+    text: str  # may contain "[Source N]" citations
+    cited: tuple[int, ...] = ()  # source numbers cited, in order of first mention
+    not_found: bool = False
+    answerer: str = ""  # which answerer/model produced it
+    follow_ups: tuple[str, ...] = ()  # suggested next questions (LLM mode)
+    calls: tuple[LLMCall, ...] = field(default=())  # prompts and raw completions, for the trace

@@ -10,38 +10,22 @@ from __future__ import annotations
 
 import logging
 import re
-import time
 from collections.abc import Sequence
 from dataclasses import replace
 
-from threadwise.core.answering import NOT_FOUND, NOT_FOUND_DE, Answer, Answerer, LLMCall
-from threadwise.core.citations import cited_sources, is_not_found
-from threadwise.core.page import Evidence
+from threadwise.core.answer.citations import cited_sources, is_not_found
+from threadwise.core.chat import timed_chat
 from threadwise.core.prompts import Prompts
-from threadwise.core.protocols import ChatError, ChatModel
+from threadwise.core.protocols import Answerer, ChatError, ChatModel
+from threadwise.core.types import NOT_FOUND, NOT_FOUND_DE, Answer, Evidence, LLMCall
 
 log = logging.getLogger(__name__)
 
 _LIST_MARKER = re.compile(r"^\s*(?:[-*•]|\d+[.)]|Q\d*:)\s*")
 
 
-def timed_chat(
-    chat: ChatModel,
-    role: str,
-    messages: list[dict[str, str]],
-    *,
-    temperature: float = 0.0,
-    max_tokens: int | None = None,
-) -> LLMCall:
-    """Send `messages` and keep the exchange as an `LLMCall`. Raises `ChatError` like the model does."""
-    started = time.perf_counter()
-    completion = chat.chat(messages, temperature=temperature, max_tokens=max_tokens)
-    ms = (time.perf_counter() - started) * 1000
-    return LLMCall(role=role, model=chat.name, messages=messages, completion=completion, ms=ms)
-
-
 class LLMAnswerer:
-    """Implements `threadwise.core.answering.Answerer` with a chat model. Thread-safe if the chat model is.
+    """Implements `threadwise.core.protocols.Answerer` with a chat model. Thread-safe if the chat model is.
 
     `role` names the calls in the trace ("answer", or "counterfactual" when Explain uses it).
     `follow_ups` > 0 asks for that many follow-up questions after a found answer (a second call, by

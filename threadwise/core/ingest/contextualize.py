@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from threadwise.core.page import Element, Evidence, Page
+from threadwise.core.types import Element, Evidence, Page
 
 DEFAULT_NEIGHBOUR_CHARS = (
     200  # BM25-only P@1, ConfQuestions dev (en, completed): 300 chars 0.820, 200 chars 0.827

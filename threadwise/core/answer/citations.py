@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from threadwise.core.answering import NOT_FOUND, NOT_FOUND_DE
+from threadwise.core.types import NOT_FOUND, NOT_FOUND_DE
 
 _WORD = r"(?:sources?|quellen?|src)\s*[:#]?\s*"
 _JOIN = r"\s*(?:[-–—]|,|;|&|\band\b|\bund\b)\s*"

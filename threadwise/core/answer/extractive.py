@@ -24,11 +24,10 @@ from typing import Literal
 
 import numpy as np
 
-from threadwise.core.answering import NOT_FOUND, NOT_FOUND_DE, Answer
-from threadwise.core.page import Evidence
+from threadwise.core.answer.spans import Span, candidate_spans, clip, render_cells
 from threadwise.core.protocols import Embedder
-from threadwise.core.spans import Span, candidate_spans, clip, render_cells
-from threadwise.core.tokenize import tokenize
+from threadwise.core.retrieve.tokenize import tokenize
+from threadwise.core.types import NOT_FOUND, NOT_FOUND_DE, Answer, Evidence
 
 # --- language -------------------------------------------------------------------------------------------------
 

@@ -9,10 +9,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import TypedDict, Unpack
 
-from threadwise.core.contextualize import ALL, DEFAULT_NEIGHBOUR_CHARS, ContextParts, contextualize
-from threadwise.core.linearize import check_linearizer
-from threadwise.core.page import Evidence, Page, PageFailure
-from threadwise.core.storage_format import DEFAULT_MAX_CHARS, parse_storage_format
+from threadwise.core.ingest.contextualize import ALL, DEFAULT_NEIGHBOUR_CHARS, ContextParts, contextualize
+from threadwise.core.ingest.linearize import check_linearizer
+from threadwise.core.ingest.storage_format import DEFAULT_MAX_CHARS, parse_storage_format
+from threadwise.core.types import Evidence, Page, PageFailure
 
 
 class PageParseError(ValueError):

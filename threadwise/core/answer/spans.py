@@ -11,7 +11,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from threadwise.core.page import Evidence
+from threadwise.core.types import Evidence
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 

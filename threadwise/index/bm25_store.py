@@ -14,7 +14,7 @@ from pathlib import Path
 import bm25s
 import numpy as np
 
-from threadwise.core.tokenize import TOKENIZER_VERSION, tokenize
+from threadwise.core.retrieve.tokenize import TOKENIZER_VERSION, tokenize
 
 
 class BM25Store:

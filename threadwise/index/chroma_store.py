@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from threadwise.core.page import Evidence
+from threadwise.core.types import Evidence
 
 
 def row_id(evidence: Evidence, page_hash: str) -> str:

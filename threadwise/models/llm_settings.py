@@ -29,7 +29,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from threadwise.core.openai_chat import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT, OpenAIChat
+from threadwise.models.openai_chat import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT, OpenAIChat
 
 ROLES = ("completion", "answer", "counterfactual", "judge")
 DEFAULT_MODEL = "gpt-4o-mini"

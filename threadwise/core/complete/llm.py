@@ -9,39 +9,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Protocol
 
-from threadwise.core.answering import LLMCall
-from threadwise.core.llm_answer import timed_chat
+from threadwise.core.chat import timed_chat
 from threadwise.core.prompts import Prompts
-from threadwise.core.protocols import ChatError, ChatModel
-
-
-@dataclass(frozen=True)
-class PastTurn:
-    """An earlier turn of the conversation, as completion sees it."""
-
-    question: str  # as asked
-    completed_question: str  # as it was understood
-    answer: str
-    page_ids: tuple[str, ...] = ()  # pages of the evidence shown (cited first)
-
-
-@dataclass(frozen=True)
-class Completion:
-    """The self-contained question, how it was obtained, and the LLM exchanges it took (for the trace)."""
-
-    question: str
-    method: str  # "first-turn", "llm", or the fallback's method with the reason the LLM was not used
-    calls: tuple[LLMCall, ...] = ()
-
-
-class QuestionCompleter(Protocol):
-    """Turns the latest question of a conversation into a self-contained one. History is oldest first."""
-
-    def complete(self, question: str, history: Sequence[PastTurn]) -> Completion: ...
-
+from threadwise.core.protocols import ChatError, ChatModel, QuestionCompleter
+from threadwise.core.types import Completion, PastTurn
 
 # What models like to put around the one line they were asked for.
 _LABEL = re.compile(

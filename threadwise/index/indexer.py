@@ -7,10 +7,10 @@ from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from threadwise.core.contextualize import ContextParts
-from threadwise.core.extract import extract_many
-from threadwise.core.index import EvidenceIndex
-from threadwise.core.page import Evidence, Page, PageFailure
+from threadwise.core.ingest.contextualize import ContextParts
+from threadwise.core.ingest.extract import extract_many
+from threadwise.core.types import Evidence, Page, PageFailure
+from threadwise.index.store import EvidenceIndex
 
 Progress = Callable[[int, int], None]  # (done, total)
 

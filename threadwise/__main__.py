@@ -1,0 +1,5 @@
+"""`python -m threadwise …` runs the CLI."""
+
+from threadwise.cli import main
+
+main()
