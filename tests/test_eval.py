@@ -28,21 +28,25 @@ def test_metrics() -> None:
 QUESTION = "Who owns the release notes action item from the October 14 weekly sync?"
 
 
-def eval_args(tmp_path: Path, *flags: str) -> list[str]:
-    """Write a one-question ConfQuestions-style file about the sample wiki; the `threadwise eval` arguments
-    that run it and write the report to tmp_path/report.json."""
-    turn = {
-        "turn_id": "1",
+def qa_turn(turn_id: str, question: str, completed: str) -> dict[str, object]:
+    return {
+        "turn_id": turn_id,
         "q_type": "simple",
         "a_source": "table",
         "a": "Alice",
-        "q_en": QUESTION,
-        "completed_q_en": QUESTION,
+        "q_en": question,
+        "completed_q_en": completed,
         "q_de": "x",
         "completed_q_de": "x",
         "a_url": ["https://wiki.example.com/spaces/ATLAS/pages/163840114/Weekly+sync"],
     }
-    (tmp_path / "qa.json").write_text(json.dumps([{"conv_id": "1", "turns": [turn]}]))
+
+
+def eval_args(tmp_path: Path, *flags: str, turns: list[dict[str, object]] | None = None) -> list[str]:
+    """Write a ConfQuestions-style file about the sample wiki (one question unless `turns`); the
+    `threadwise eval` arguments that run it and write the report to tmp_path/report.json."""
+    turns = turns or [qa_turn("1", QUESTION, QUESTION)]
+    (tmp_path / "qa.json").write_text(json.dumps([{"conv_id": "1", "turns": turns}]))
     return [
         "--data-dir",
         str(tmp_path / "data"),
@@ -106,3 +110,22 @@ def test_eval_with_an_llm_runs_the_judge(tmp_path: Path, monkeypatch: pytest.Mon
     assert report["answer_relevance"] == 0.5 and report["judge_unparsed"] == 0
     assert report["config"]["answerer"].startswith("llm:")
     assert sum("reference (gold) answer" in s for s in systems) == 1  # one judged answer
+
+
+def test_conversational_eval_completes_follow_ups_with_the_conversation(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Asked alone, the follow-up misses the meeting notes; asked through the pipeline with the history the
+    bots build, the completer adds the opening question and retrieval finds them first."""
+    monkeypatch.setenv("THREADWISE_EMBEDDER", "hashing")
+    follow_up = "and when is it due?"
+    out = tmp_path / "report.json"
+    alone = [qa_turn("1", QUESTION, QUESTION), qa_turn("2", follow_up, follow_up)]
+    assert main(eval_args(tmp_path, "--questions", "completed", turns=alone)) == 0
+    assert json.loads(out.read_text())["by_turn"]["2"] == 0.0
+    in_conversation = [qa_turn("1", QUESTION, QUESTION), qa_turn("2", follow_up, QUESTION)]
+    assert main(eval_args(tmp_path, "--questions", "conversational", turns=in_conversation)) == 0
+    report = json.loads(out.read_text())
+    assert report["questions"] == 2 and report["by_turn"]["2"] == 1.0
+    assert report["config"]["completer"] == "history" and report["config"]["answerer"] is None
+    assert "token_f1" not in report  # retrieval only: nothing answered

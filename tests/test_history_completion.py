@@ -29,3 +29,20 @@ def test_german_follow_up() -> None:
         "Und was ist mit TPM?", [turn("Welches BIOS hatte der Dell Optiplex 7040?")]
     )
     assert "Optiplex" in c.question and c.question.startswith("Und was ist mit TPM?")
+
+
+def test_history_remembers_the_pages_of_the_first_three_sources_once() -> None:
+    from threadwise.core.complete.conversation import conversation_history, past_turn
+
+    answered = past_turn(
+        question="and when?",
+        completed_question="and when? ← who?",
+        answer="Friday [Source 1]",
+        source_page_ids=["p1", "p1", "p2", "p3", "p4"],
+    )
+    assert answered.page_ids == ("p1", "p2")
+    history = conversation_history([answered], said=["the build is red", "any idea?"])
+    assert [t.question for t in history] == ["the build is red", "any idea?", "and when?"]
+    assert history[0] == PastTurn(
+        question="the build is red", completed_question="the build is red", answer=""
+    )

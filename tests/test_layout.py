@@ -57,7 +57,9 @@ def test_core_has_one_sub_package_per_stage_in_the_papers_order() -> None:
     stages = sorted(p.name for p in (PACKAGE / "core").iterdir() if p.is_dir() and p.name != "__pycache__")
     assert stages == sorted(["ingest", "complete", "retrieve", "answer", "attribute"])
     doc = (PACKAGE / "core" / "__init__.py").read_text()
-    positions = [doc.index(f"{stage}/") for stage in ["ingest", "complete", "retrieve", "answer", "attribute"]]
+    positions = [
+        doc.index(f"{stage}/") for stage in ["ingest", "complete", "retrieve", "answer", "attribute"]
+    ]
     assert positions == sorted(positions)
 
 

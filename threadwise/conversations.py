@@ -14,9 +14,10 @@ from typing import Any
 
 from threadwise.core.attribute.attribution import DEFAULT_MAX_WORKERS, explain
 from threadwise.core.attribute.explanation import Explanation, render_explanation
+from threadwise.core.complete.conversation import conversation_history, past_turn
 from threadwise.core.pipeline import Pipeline, TurnResult
 from threadwise.core.protocols import ChatError, Embedder
-from threadwise.core.types import Answer, Evidence, PastTurn
+from threadwise.core.types import Answer, Evidence
 from threadwise.db.conversations import ConversationStore, StoredTurn, ThreadKey
 from threadwise.index.store import EvidenceIndex
 from threadwise.trace_render import render_trace
@@ -206,17 +207,17 @@ class ConversationService:
         the questions already answered, oldest first; it completes the question like earlier turns do."""
         conversation_id = self.store.conversation_id(key, started_by=user)
         assert conversation_id is not None
-        said = [PastTurn(question=m, completed_question=m, answer="") for m in thread_messages]
-        history = said + [
-            PastTurn(
+        answered = (
+            past_turn(
                 question=t.question,
                 completed_question=t.completed_question,
                 answer=t.answer,
-                page_ids=tuple(dict.fromkeys(s["page_id"] for s in t.sources[:3])),
+                source_page_ids=(s["page_id"] for s in t.sources),
             )
             for t in self.store.turns(conversation_id)
             if not t.error
-        ]
+        )
+        history = conversation_history(answered, said=thread_messages)
         fields: dict[str, Any]
         try:
             if self.index.count() == 0:

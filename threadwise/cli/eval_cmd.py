@@ -78,6 +78,7 @@ def run(args: argparse.Namespace, build: Build) -> int:
         data_dir=app.settings.data_dir,
         reranker=app.reranker,
         judge=judge,
+        top_k=app.settings.top_k,
         progress=lambda msg: print(msg, file=sys.stderr),
     )
     print_table(report)

@@ -2,7 +2,8 @@
 
     types.py, protocols.py   the small shared types (Page, Evidence, Hit, Answer, …) and every interface
     ingest/     page → evidence: storage format, macros, table linearization, contextualization, extraction
-    complete/   a follow-up becomes a self-contained question (offline history rewrite, or an LLM)
+    complete/   a follow-up becomes a self-contained question (offline history rewrite, or an LLM), from
+                the history one builder makes
     retrieve/   BM25 terms, hybrid retrieval: lexical + dense + page-level, weighted RRF, optional re-ranking
     answer/     cited answers or an honest "not found": the LLM answerer, the offline extractive one, citations
     attribute/  counterfactual attribution (Explain) and its result

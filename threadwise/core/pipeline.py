@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from threadwise.core.complete.conversation import past_turn
 from threadwise.core.protocols import Answerer, QuestionCompleter
 from threadwise.core.retrieve.retriever import Retrieval, Retriever
 from threadwise.core.types import Answer, Completion, Evidence, PastTurn
@@ -30,6 +31,15 @@ class TurnResult:
     def sources(self) -> list[Evidence]:
         """The evidences the answerer saw, numbered 1..k in this order."""
         return self.retrieval.evidences
+
+    def as_past_turn(self) -> PastTurn:
+        """This turn as a later question's completion sees it."""
+        return past_turn(
+            question=self.question,
+            completed_question=self.completion.question,
+            answer=self.answer.text,
+            source_page_ids=(e.page_id for e in self.sources),
+        )
 
     def trace(self) -> dict[str, Any]:
         """Everything a user may inspect: completed question, each ranked list, prompts and raw completions."""

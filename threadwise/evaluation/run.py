@@ -11,10 +11,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
+from threadwise.core.complete.conversation import conversation_history
 from threadwise.core.ingest.contextualize import ContextParts
+from threadwise.core.pipeline import Pipeline, TurnResult
 from threadwise.core.protocols import Answerer, Embedder, QuestionCompleter, Reranker
 from threadwise.core.retrieve.retriever import Mode, RetrievalOptions, Retriever
-from threadwise.core.types import Page, PastTurn
+from threadwise.core.types import Answer, Evidence, Page, PastTurn
 from threadwise.evaluation.dataset import QATurn, load_conversations, rank_of_gold, retrieval_scores
 from threadwise.index.indexer import IndexReport, index_pages
 from threadwise.index.store import EvidenceIndex
@@ -71,6 +73,37 @@ def _percentile(values: Sequence[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
 
 
+class NoAnswer:
+    """The answerer of a retrieval-only run: the pipeline answers nothing, and history remembers no answers."""
+
+    name = "none"
+    deterministic = True
+
+    def answer(self, question: str, evidences: Sequence[Evidence]) -> Answer:
+        return Answer(text="", answerer=self.name)
+
+
+def eval_pipeline(
+    cfg: EvalConfig,
+    index: EvidenceIndex,
+    *,
+    embedder: Embedder,
+    completer: QuestionCompleter,
+    answerer: Answerer | None,
+    reranker: Reranker | None,
+    top_k: int,
+) -> Pipeline:
+    """The `Pipeline` that `ask`, `chat` and the bots use, over the eval index with the run's retrieval mode."""
+    options = RetrievalOptions(mode=cast(Mode, cfg.mode), top_k=top_k)
+    retriever = Retriever(index=index, embedder=embedder, reranker=reranker, options=options)
+    answering = answerer is not None and (cfg.answers or cfg.explain)
+    return Pipeline(
+        completer=completer,
+        retriever=retriever,
+        answerer=answerer if answering and answerer is not None else NoAnswer(),
+    )
+
+
 def run_eval(
     cfg: EvalConfig,
     pages: Sequence[Page],
@@ -82,16 +115,21 @@ def run_eval(
     similarity_embedder: Embedder | None = None,
     reranker: Reranker | None = None,
     judge: Any = None,
+    top_k: int = RetrievalOptions.top_k,
     progress: Progress = lambda _msg: None,
 ) -> dict[str, Any]:
     """Evaluate retrieval (and optionally answers and explanations); returns the JSON-able report.
 
+    Every question goes through `Pipeline.ask`. Conversational questions are asked as written, with the
+    conversation so far (built as the conversation service builds it); completed ones are the gold
+    completions, asked with no history, so every completer passes them through unchanged.
     `similarity_embedder` compares texts in Explain (default: `embedder`).
     """
     index, indexed = build_eval_index(cfg, pages, embedder=embedder, data_dir=data_dir, progress=progress)
-    retriever = Retriever(
-        index=index, embedder=embedder, reranker=reranker, options=RetrievalOptions(mode=cast(Mode, cfg.mode))
-    )  # type: ignore[arg-type]
+    pipeline = eval_pipeline(
+        cfg, index, embedder=embedder, completer=completer, answerer=answerer, reranker=reranker, top_k=top_k
+    )
+    answering = not isinstance(pipeline.answerer, NoAnswer)
     conversations = load_conversations(cfg.qa, cfg.lang)[: cfg.limit]
 
     ranks: list[int | None] = []
@@ -104,43 +142,28 @@ def run_eval(
         history: list[PastTurn] = []
         for turn in conversation:
             if cfg.questions == "completed":
-                query = turn.completed
+                result = pipeline.ask(turn.completed)
             else:
-                query = completer.complete(turn.question, history).question
-            t = time.perf_counter()
-            retrieval = retriever.retrieve(query)
-            query_ms.append((time.perf_counter() - t) * 1000)
-            pages_ranked = [e.page_id for e in retrieval.evidences]
-            rank = rank_of_gold(pages_ranked, turn.gold_pages)
+                result = pipeline.ask(turn.question, conversation_history(history))
+            history.append(result.as_past_turn())
+            query_ms.append(result.timings_ms["retrieval"])
+            rank = rank_of_gold([e.page_id for e in result.sources], turn.gold_pages)
             ranks.append(rank)
             rows.append((turn, rank))
-            answer_text = ""
-            if answerer is not None and (cfg.answers or cfg.explain):
-                t = time.perf_counter()
-                answer = answerer.answer(query, retrieval.evidences)
-                answer_ms.append((time.perf_counter() - t) * 1000)
-                answer_text = answer.text
-                predictions.append((turn, answer.text))
-                if cfg.explain and rank is not None:
-                    explain_rows.append(
-                        _explain_one(
-                            query,
-                            answer,
-                            retrieval.evidences,
-                            turn,
-                            answerer=answerer,
-                            embedder=similarity_embedder or embedder,
-                            index=index,
-                        )
+            if not answering:
+                continue
+            answer_ms.append(result.timings_ms["answer"])
+            predictions.append((turn, result.answer.text))
+            if cfg.explain and rank is not None:
+                explain_rows.append(
+                    _explain_one(
+                        result,
+                        turn,
+                        answerer=pipeline.answerer,
+                        embedder=similarity_embedder or embedder,
+                        index=index,
                     )
-            history.append(
-                PastTurn(
-                    question=turn.question,
-                    completed_question=query,
-                    answer=answer_text,
-                    page_ids=tuple(dict.fromkeys(pages_ranked[:3])),
                 )
-            )
         progress(f"conversation {conversation[0].conversation}: {len(ranks)} questions so far")
 
     scores = retrieval_scores(ranks)
@@ -172,7 +195,7 @@ def run_eval(
             "similarity_embedder": (similarity_embedder or embedder).name,
             "reranker": getattr(reranker, "name", None),
             "completer": getattr(completer, "name", type(completer).__name__),
-            "answerer": getattr(answerer, "name", None),
+            "answerer": pipeline.answerer.name if answering else None,
         },
     }
     if predictions:
@@ -216,9 +239,7 @@ def _judge_report(judge: Any, predictions: Sequence[tuple[QATurn, str]]) -> dict
 
 
 def _explain_one(
-    query: str,
-    answer: Any,
-    evidences: Sequence[Any],
+    result: TurnResult,
     turn: QATurn,
     *,
     answerer: Answerer,
@@ -230,12 +251,12 @@ def _explain_one(
 
     t = time.perf_counter()
     expl = explain(
-        query,
-        answer,
-        evidences,
+        result.completion.question,
+        result.answer,
+        result.sources,
         answerer=answerer,
         embedder=embedder,
-        evidence_embeddings=index.vectors_for(embedder, evidences),
+        evidence_embeddings=index.vectors_for(embedder, result.sources),
     )
     ms = (time.perf_counter() - t) * 1000
     return {
