@@ -9,6 +9,7 @@ import pytest
 
 from threadwise.cli import main
 from threadwise.connectors.files import SAMPLE_WIKI_DIR, load_pages
+from threadwise.core.types import Evidence
 from threadwise.db.conversations import ThreadKey
 from threadwise.index.indexer import index_pages
 from threadwise.settings import load_settings
@@ -103,3 +104,81 @@ def test_cli_ask_json_and_trace(
     assert set(out["sources"][0]) >= {"page_id", "title", "url", "space", "kind"}
     assert main(["--data-dir", str(tmp_path), "trace", str(out["turn_id"])]) == 0
     assert "completed question" in capsys.readouterr().out
+
+
+def old_source(e: Evidence, number: int) -> dict[str, object]:
+    """A source as versions before the shared evidence form stored it: cells as lists, None table numbers."""
+    return {
+        "number": number,
+        "evidence_id": e.id,
+        "page_id": e.page_id,
+        "title": e.page_title,
+        "url": e.url,
+        "space": e.space,
+        "kind": e.kind,
+        "label": e.label,
+        "text": e.text,
+        "context_text": e.context_text,
+        "last_modified": e.last_modified,
+        "position": e.position,
+        "version": e.page_version,
+        "heading": e.heading,
+        "table_no": e.table_no,
+        "row_no": e.row_no,
+        "cells": [list(c) for c in e.cells],
+        "scores": {"final": 0.5},
+    }
+
+
+def test_answers_stored_by_earlier_versions_still_explain(tmp_path: Path) -> None:
+    app = app_over_sample_wiki(tmp_path)
+    question = "What is Alice's action item from the October 14 meeting?"
+    fresh = app.conversations.ask(ThreadKey("cli", "l", "c", "new"), question)
+    evidences = app.retriever.retrieve(fresh.completed_question).evidences
+    assert any(e.cells for e in evidences) and any(e.table_no is None for e in evidences)
+    cid = app.store.conversation_id(ThreadKey("cli", "l", "c", "old"))
+    old_turn = app.store.add_turn(
+        cid,
+        asked_by="",
+        question=question,
+        completed_question=fresh.completed_question,
+        answer=fresh.answer,
+        not_found=fresh.not_found,
+        error=None,
+        sources=[old_source(e, n) for n, e in enumerate(evidences, start=1)],
+        cited=fresh.cited,
+        follow_ups=[],
+        trace={},
+        timings={},
+        config={},
+    )
+    assert [Evidence.from_dict(s) for s in app.store.turn(old_turn).sources] == evidences
+    old = app.conversations.explain(old_turn)
+    assert old.error is None and old.result["clusters"]
+    new = app.conversations.explain(fresh.turn_id)
+    assert old.result["clusters"] == new.result["clusters"]  # the same attribution as for a fresh answer
+
+
+def test_the_stored_form_of_an_evidence_reads_back() -> None:
+    row = Evidence(
+        id="p:3",
+        page_id="p",
+        space="S",
+        page_title="Weekly sync",
+        url="https://wiki/p",
+        page_version=4,
+        kind="row",
+        position=3,
+        text="Row 1 in Table 2: Member is Alice",
+        context_text="Weekly sync / Actions / Row 1 …",
+        heading="Actions",
+        table_no=2,
+        row_no=1,
+        cells=(("Member", "Alice"), ("Due", "Oct 21")),
+        last_modified="2024-10-14T10:00:00Z",
+    )
+    stored = row.to_dict()
+    assert all(isinstance(v, str | int) for v in stored.values())  # Chroma metadata holds only scalars
+    assert Evidence.from_dict(json.loads(json.dumps(stored))) == row
+    passage = Evidence("p:0", "p", "S", "T", "u", 1, "passage", 0, "text", "T / text")
+    assert "table_no" not in passage.to_dict() and Evidence.from_dict(passage.to_dict()) == passage

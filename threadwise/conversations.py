@@ -90,49 +90,8 @@ def _source_dicts(result: TurnResult) -> list[dict[str, Any]]:
             scores.update(lexical=lex[e.id].score, lexical_rank=lex[e.id].rank)
         if e.id in den:
             scores.update(dense=den[e.id].score, dense_rank=den[e.id].rank)
-        out.append(
-            {
-                "number": n,
-                "evidence_id": e.id,
-                "page_id": e.page_id,
-                "title": e.page_title,
-                "url": e.url,
-                "space": e.space,
-                "kind": e.kind,
-                "label": e.label,
-                "text": e.text,
-                "context_text": e.context_text,
-                "last_modified": e.last_modified,
-                "position": e.position,
-                "version": e.page_version,
-                "heading": e.heading,
-                "table_no": e.table_no,
-                "row_no": e.row_no,
-                "cells": [list(c) for c in e.cells],
-                "scores": scores,
-            }
-        )
+        out.append({"number": n, **e.to_dict(), "label": e.label, "scores": scores})
     return out
-
-
-def _evidence(d: dict[str, Any]) -> Evidence:
-    return Evidence(
-        id=d["evidence_id"],
-        page_id=d["page_id"],
-        space=d["space"],
-        page_title=d["title"],
-        url=d["url"],
-        page_version=int(d.get("version", 1)),
-        kind=d["kind"],
-        position=int(d.get("position", 0)),
-        text=d["text"],
-        context_text=d.get("context_text", d["text"]),
-        heading=d.get("heading", ""),
-        table_no=d.get("table_no"),
-        row_no=d.get("row_no"),
-        cells=tuple(tuple(c) for c in d.get("cells", [])),  # type: ignore[misc]
-        last_modified=d.get("last_modified", ""),
-    )
 
 
 def _view(turn: StoredTurn) -> TurnView:
@@ -304,7 +263,7 @@ class ConversationService:
                     False,
                     "no sources",
                 )
-            evidences = [_evidence(s) for s in turn.sources]
+            evidences = [Evidence.from_dict(s) for s in turn.sources]
             answerer = (
                 self._counterfactual_answerer() if self._counterfactual_answerer else self.pipeline.answerer
             )

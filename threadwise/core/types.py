@@ -1,14 +1,16 @@
 """The small types every stage shares: a wiki page and its evidence, ranked hits, completed questions, answers.
 
-Plain frozen dataclasses, no behaviour beyond a label or a hash: each stage of `threadwise.core` takes and
+Plain frozen dataclasses, no behaviour beyond a label, a hash or an evidence's stored form: each stage of `threadwise.core` takes and
 returns these.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 EvidenceKind = Literal["passage", "list", "table", "row"]
 
@@ -80,6 +82,58 @@ class Evidence:
             table = f"table {self.table_no}, " if self.table_no and self.table_no > 1 else ""
             return f"{self.page_title} ({table}row {self.row_no})"
         return self.page_title
+
+    def to_dict(self) -> dict[str, str | int]:
+        """The one stored form of an evidence (index rows, stored answers' sources): flat scalars that Chroma
+        metadata and JSON both hold, so no None (an absent table or row number is left out) and the cells
+        as a JSON string."""
+        d: dict[str, str | int] = {
+            "evidence_id": self.id,
+            "page_id": self.page_id,
+            "space": self.space,
+            "title": self.page_title,
+            "url": self.url,
+            "version": self.page_version,
+            "kind": self.kind,
+            "position": self.position,
+            "text": self.text,
+            "context_text": self.context_text,
+            "heading": self.heading,
+            "last_modified": self.last_modified,
+        }
+        if self.table_no is not None:
+            d["table_no"] = self.table_no
+        if self.row_no is not None:
+            d["row_no"] = self.row_no
+        if self.cells:
+            d["cells"] = json.dumps(self.cells, ensure_ascii=False)
+        return d
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Evidence:
+        """Reads `to_dict`'s form back, and what older versions stored: sources whose cells are lists, whose
+        table and row numbers are None, and which lack the keys added later (context text, heading, …)."""
+        cells = d.get("cells") or ()
+        if isinstance(cells, str):
+            cells = json.loads(cells)
+        table_no, row_no = d.get("table_no"), d.get("row_no")
+        return cls(
+            id=str(d["evidence_id"]),
+            page_id=str(d["page_id"]),
+            space=str(d["space"]),
+            page_title=str(d["title"]),
+            url=str(d["url"]),
+            page_version=int(d.get("version", 1)),
+            kind=d["kind"],
+            position=int(d.get("position", 0)),
+            text=str(d["text"]),
+            context_text=str(d.get("context_text", d["text"])),
+            heading=str(d.get("heading", "")),
+            table_no=None if table_no is None else int(table_no),
+            row_no=None if row_no is None else int(row_no),
+            cells=tuple((str(h), str(v)) for h, v in cells),
+            last_modified=str(d.get("last_modified", "")),
+        )
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,6 @@ written beside the old before the switch (see `EvidenceIndex`).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -22,48 +21,15 @@ def row_id(evidence: Evidence, page_hash: str) -> str:
 
 
 def evidence_metadata(evidence: Evidence, page_hash: str) -> dict[str, Any]:
-    meta: dict[str, Any] = {
-        "evidence_id": evidence.id,
-        "page_id": evidence.page_id,
-        "page_hash": page_hash,
-        "space": evidence.space,
-        "title": evidence.page_title,
-        "url": evidence.url,
-        "version": evidence.page_version,
-        "kind": evidence.kind,
-        "position": evidence.position,
-        "text": evidence.text,
-        "heading": evidence.heading,
-        "last_modified": evidence.last_modified,
-    }
-    if evidence.table_no is not None:
-        meta["table_no"] = evidence.table_no
-    if evidence.row_no is not None:
-        meta["row_no"] = evidence.row_no
-    if evidence.cells:
-        meta["cells"] = json.dumps(evidence.cells, ensure_ascii=False)
+    """A row's metadata: the evidence's stored form, its context text kept once, as the row's document."""
+    meta: dict[str, Any] = evidence.to_dict()
+    del meta["context_text"]
+    meta["page_hash"] = page_hash
     return meta
 
 
 def evidence_from_row(document: str, meta: dict[str, Any]) -> Evidence:
-    cells = tuple(tuple(c) for c in json.loads(meta["cells"])) if meta.get("cells") else ()
-    return Evidence(
-        id=str(meta["evidence_id"]),
-        page_id=str(meta["page_id"]),
-        space=str(meta["space"]),
-        page_title=str(meta["title"]),
-        url=str(meta["url"]),
-        page_version=int(meta["version"]),
-        kind=meta["kind"],
-        position=int(meta["position"]),
-        text=str(meta["text"]),
-        context_text=document,
-        heading=str(meta.get("heading", "")),
-        table_no=meta.get("table_no"),
-        row_no=meta.get("row_no"),
-        cells=cells,  # type: ignore[arg-type]
-        last_modified=str(meta.get("last_modified", "")),
-    )
+    return Evidence.from_dict({**meta, "context_text": document})
 
 
 class ChromaStore:
