@@ -16,7 +16,7 @@ from threadwise.core.attribute.attribution import DEFAULT_MAX_WORKERS, explain
 from threadwise.core.attribute.explanation import Explanation, render_explanation
 from threadwise.core.complete.conversation import conversation_history, past_turn
 from threadwise.core.pipeline import Pipeline, TurnResult
-from threadwise.core.protocols import ChatError, Embedder
+from threadwise.core.protocols import ChatError, Embedder, ModelServerError
 from threadwise.core.types import Answer, Evidence
 from threadwise.db.conversations import ConversationStore, StoredTurn, ThreadKey
 from threadwise.index.store import EvidenceIndex
@@ -29,6 +29,7 @@ EMPTY_INDEX = (
     "An admin can add one with `/threadwise add KEY` (or `threadwise spaces add KEY`)."
 )
 LLM_DOWN = "I couldn't reach the language model just now ({reason}). Please try again in a minute."
+MODEL_SERVER_DOWN = "I couldn't reach the search models just now ({reason}). Please try again in a minute."
 FAILED = "Something went wrong while answering ({reason}). The error is logged; please try again."
 
 
@@ -199,6 +200,11 @@ class ConversationService:
         except ChatError as err:
             log.warning("LLM failure while answering: %s", err)
             fields = self._failed(question, LLM_DOWN.format(reason=str(err).rstrip(".")), reason=str(err))
+        except ModelServerError as err:
+            log.warning("embedding/re-rank server failure while answering: %s", err)
+            fields = self._failed(
+                question, MODEL_SERVER_DOWN.format(reason=str(err).rstrip(".")), reason=str(err)
+            )
         except Exception as err:  # never leave a user without a reply
             log.exception("answering failed")
             fields = self._failed(question, FAILED.format(reason=type(err).__name__), reason=repr(err))

@@ -36,7 +36,18 @@ class Threadwise:
 
     @cached_property
     def embedder(self) -> Embedder:
-        """The retrieval embedder: the index's vectors and the questions' (the collection is tied to it)."""
+        """The retrieval embedder: the index's vectors and the questions' (the collection is tied to it).
+        THREADWISE_EMBEDDINGS_BASE_URL or _MODEL select an embeddings server (models/server_settings.py)."""
+        from threadwise.models.server_settings import embeddings_server_configured, server_embedder_from_env
+
+        chosen = self.settings.get("THREADWISE_EMBEDDER").strip().lower()
+        if chosen == "server" or (embeddings_server_configured(self.settings.env) and not chosen):
+            return server_embedder_from_env(self.settings.env)
+        if chosen and embeddings_server_configured(self.settings.env):
+            raise ValueError(
+                f"THREADWISE_EMBEDDER={chosen} and THREADWISE_EMBEDDINGS_BASE_URL/_MODEL are both set: unset "
+                "THREADWISE_EMBEDDER to embed through the server, or the THREADWISE_EMBEDDINGS_* ones to embed here"
+            )
         embedder: Embedder = make_embedder(self.settings.embedder, model_path=self.settings.embedder_model)
         return embedder
 
@@ -57,6 +68,16 @@ class Threadwise:
 
     @cached_property
     def reranker(self) -> Reranker | None:
+        from threadwise.models.server_settings import server_reranker_from_env
+
+        server = server_reranker_from_env(self.settings.env)
+        if server is not None:
+            if self.settings.reranker_model:
+                raise ValueError(
+                    "THREADWISE_RERANK_BASE_URL and THREADWISE_RERANKER_MODEL are both set: choose the re-rank "
+                    "server or the in-process cross-encoder"
+                )
+            return server
         if not self.settings.reranker_model:
             return None
         from threadwise.models.rerank import FlagCrossEncoder

@@ -174,7 +174,7 @@ class FakeOpenAI:
     # -- lifecycle ----------------------------------------------------------------------------------------
 
     def start(self) -> FakeOpenAI:
-        handler = type("Handler", (_Handler,), {"fake": self})
+        handler = type("Handler", (self._handler_class(),), {"fake": self})
         self._server = _Server((self.host, self.port), handler)
         self._server.daemon_threads = True
         self._thread = threading.Thread(
@@ -183,6 +183,10 @@ class FakeOpenAI:
         self._thread.start()
         return self
 
+    def _handler_class(self) -> type[_Handler]:
+        """The request handler: a server that speaks more of the API (tests/support/fake_model_server) extends it."""
+        return _Handler
+
     def stop(self) -> None:
         self._stopping.set()  # wakes stalled handlers
         if self._server is not None:
@@ -190,6 +194,14 @@ class FakeOpenAI:
             self._server.server_close()
         if self._thread is not None:
             self._thread.join(timeout=5)
+
+    def serve_until_interrupted(self) -> None:
+        """Block until Ctrl-C (SIGINT), then stop: for running the server by hand."""
+        try:
+            while True:
+                time.sleep(3600)
+        except KeyboardInterrupt:
+            self.stop()
 
     def __enter__(self) -> FakeOpenAI:
         return self.start()
@@ -305,6 +317,15 @@ class _Handler(BaseHTTPRequestHandler):
             return self._send_json(
                 404, _error_body("Unknown path " + self.path, "invalid_request_error", None)
             )
+        refused = self._refused()
+        if refused:
+            return refused
+        return self._send_json(200, fake._completion(body, fake._next_reply(body)))
+
+    def _refused(self) -> int:
+        """Steps 1-3 of every request: a wrong key or a queued fault is answered here (its status returned);
+        otherwise the fixed delay is slept and 0 returned."""
+        fake = self.fake
         if fake.api_key and self._presented_key() != fake.api_key:
             return self._send_error(401, None, "", None)
         fault = fake._next_fault()
@@ -313,7 +334,7 @@ class _Handler(BaseHTTPRequestHandler):
             if fault.status:
                 return self._send_error(fault.status, fault.retry_after, fault.message, fault.code)
         fake._sleep(fake.delay)
-        return self._send_json(200, fake._completion(body, fake._next_reply(body)))
+        return 0
 
     def _presented_key(self) -> str:
         bearer = self.headers.get("Authorization", "")
@@ -366,11 +387,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     server = FakeOpenAI(port=args.port, delay=args.delay, api_key=args.api_key).start()
     print(f"fake OpenAI server on {server.url} (delay {args.delay:g} s); Ctrl-C stops it", flush=True)
-    try:
-        while True:
-            time.sleep(3600)
-    except KeyboardInterrupt:
-        server.stop()
+    server.serve_until_interrupted()
 
 
 if __name__ == "__main__":

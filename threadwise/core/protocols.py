@@ -77,6 +77,11 @@ class ChatError(RuntimeError):
     """The LLM endpoint could not answer (unreachable, wrong key, rate-limited beyond retries, timeout)."""
 
 
+class ModelServerError(RuntimeError):
+    """An embedding or re-rank server could not answer (unreachable, wrong key, rate-limited beyond retries,
+    a reply of the wrong shape). The message names the URL, never a credential."""
+
+
 class QuestionCompleter(Protocol):
     """Turns the latest question of a conversation into a self-contained one. History is oldest first."""
 

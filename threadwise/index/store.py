@@ -26,6 +26,7 @@ from threadwise.core.protocols import Embedder
 from threadwise.core.types import Evidence, Page, ScoredEvidence
 from threadwise.index.bm25_store import BM25Store
 from threadwise.index.chroma_store import ChromaStore, evidence_from_row, row_id
+from threadwise.models.embedders import how_to_keep
 
 
 class _WriteLock:
@@ -98,7 +99,7 @@ class EvidenceIndex:
                 raise ValueError(
                     f"the index in {self.directory} ({collection}) was built with embedder {stored[0]!r}, "
                     f"not {embedder.name!r}: vectors of two models do not mix. Keep it with "
-                    f"THREADWISE_EMBEDDER={stored[0]}, or rebuild it with the new one: move {self.directory} "
+                    f"{how_to_keep(stored[0])}, or rebuild it with the new one: move {self.directory} "
                     "away, then run `threadwise sync --full` (or `threadwise index DIR`)"
                 )
         self.embedded_pages = 0  # pages embedded by this instance (for reports and tests)

@@ -251,3 +251,36 @@ def make_embedder(name: str, *, model_path: str | None = None) -> Any:
     if key == "hashing":
         return HashingEmbedder()
     raise ValueError(f"unknown embedder {name!r}: choose {EMBEDDER_NAMES}")
+
+
+def server_embedder_name(
+    *, model: str, base_url: str, dimensions: int | None, query_prefix: str, passage_prefix: str
+) -> str:
+    """The name an index records for a server embedder: the model and where it is served (credentials
+    redacted), plus whatever else changes its vectors. Another model, server or prefix is another index."""
+    from threadwise.models.model_server import redact_url
+
+    name = f"{model}@{redact_url(base_url)}"
+    if dimensions:
+        name += f",dim={dimensions}"
+    if query_prefix or passage_prefix:
+        digest = hashlib.blake2b(f"{query_prefix}\0{passage_prefix}".encode(), digest_size=4).hexdigest()
+        name += f",prefixes={digest}"
+    return name
+
+
+def how_to_keep(name: str) -> str:
+    """The settings that select the embedder an index was built with (for the mismatch message)."""
+    if "@" not in name:
+        return f"THREADWISE_EMBEDDER={name}"
+    model, _, rest = name.partition("@")
+    url, *extras = rest.split(",")
+    shown = url.replace("***@", "").replace("?***", "")
+    settings = f"THREADWISE_EMBEDDINGS_MODEL={model} THREADWISE_EMBEDDINGS_BASE_URL={shown}"
+    for extra in extras:
+        key, _, value = extra.partition("=")
+        if key == "dim":
+            settings += f" THREADWISE_EMBEDDINGS_DIMENSIONS={value}"
+        elif key == "prefixes":
+            settings += " (and the THREADWISE_EMBEDDINGS_QUERY_PREFIX/_PASSAGE_PREFIX it was built with)"
+    return settings + (" (with the credentials it had)" if shown != url else "")
