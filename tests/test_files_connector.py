@@ -171,3 +171,27 @@ def test_every_confquestions_page_yields_evidence_or_a_reported_failure(
     assert len({e.id for e in evidence}) == len(evidence)
     captured = capsys.readouterr()
     assert captured.out == "" and captured.err == ""
+
+
+def test_a_folder_is_a_page_source_indexed_by_the_shared_road(tmp_path: Path) -> None:
+    """What the Confluence sync does with a `PageSource` (list, then fetch and `index_page` each page) works on
+    a folder of page files: the place where other sources plug in."""
+    from threadwise.connectors.files import FolderSource
+    from threadwise.core.protocols import PageSource
+    from threadwise.core.types import Page, PageFailure
+    from threadwise.index.indexer import index_page
+    from threadwise.index.store import EvidenceIndex
+    from threadwise.models.embedders import HashingEmbedder
+
+    source: PageSource = FolderSource(SAMPLE_WIKI_DIR)
+    refs = source.list_pages("ATLAS")
+    assert len(refs) == 6 and source.list_pages("OTHER") == [] and len(source.list_pages("")) == 6
+    index = EvidenceIndex(directory=tmp_path / "index", embedder=HashingEmbedder())
+    for ref in refs:
+        page = source.get_page(ref.id, space="ATLAS", ancestors=ref.ancestors)
+        assert isinstance(page, Page) and (page.title, page.version) == (ref.title, ref.version)
+        assert index_page(index, page) is True
+    index.flush()
+    assert set(index.page_states()) == {r.id for r in refs}
+    missing = source.get_page("404")
+    assert isinstance(missing, PageFailure) and "no such page" in missing.reason

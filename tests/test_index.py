@@ -191,3 +191,27 @@ with index._write_lock:
         assert released.exists()
     finally:
         holder.wait(timeout=60)
+
+
+def test_index_page_extracts_only_what_changed_and_keeps_evidence_of_an_unusable_page(tmp_path: Path) -> None:
+    """The road the folder indexer and the Confluence sync share: an unchanged page is not even extracted."""
+    from threadwise.core.ingest.extract import extract_evidence
+    from threadwise.core.types import PageFailure
+    from threadwise.index.indexer import index_page
+
+    extracted: list[str] = []
+
+    def extract(p: Page) -> list[Evidence]:
+        extracted.append(p.id)
+        return extract_evidence(p)
+
+    index = open_index(tmp_path)
+    first = page("1", "<p>The TPM version is 2.0 on every test machine.</p>")
+    assert index_page(index, first, extract=extract) is True
+    assert index_page(index, first, extract=extract) is False
+    assert extracted == ["1"]
+    broken = page("1", "<ac:structured-macro ac:name='toc'/>", version=2)
+    outcome = index_page(index, broken, extract=extract)
+    assert isinstance(outcome, PageFailure) and "no text left" in outcome.reason
+    index.flush()
+    assert index.page_states()["1"].version == 1 and top_page(index, "TPM version") == "1"

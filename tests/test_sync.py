@@ -264,3 +264,42 @@ def test_cloud_sync_end_to_end(tmp_path: Path) -> None:
         hit = env.index.search_lexical("Tuesdays", k=1)[0].evidence
         assert hit.page_id == "111" and "Crew" in hit.context_text
         assert 410 not in {r.status for r in fake.requests}
+
+
+OLD_SYNCED_PAGES = """CREATE TABLE synced_pages (
+    space VARCHAR(255) NOT NULL, page_id VARCHAR(64) NOT NULL, title TEXT NOT NULL, breadcrumb TEXT NOT NULL,
+    version INTEGER NOT NULL, synced_at DATETIME NOT NULL, PRIMARY KEY (space, page_id))"""
+
+
+def test_a_database_that_kept_titles_and_versions_per_page_upgrades_in_place(
+    tmp_path: Path, fake: FakeConfluence
+) -> None:
+    """Releases before the manifest was the one record kept each page's title and version in synced_pages too
+    (NOT NULL): the upgrade drops those copies, keeps the breadcrumbs, and syncing goes on as before."""
+    from sqlalchemy import create_engine, inspect, text
+
+    env = make_env(tmp_path, fake.url)
+    env.syncer.sync(DOCS)
+    fetched(fake)
+    engine = create_engine(f"sqlite:///{tmp_path / 'threadwise.sqlite'}")
+    with engine.begin() as conn:  # back to the old table, as the old release filled it
+        rows = conn.execute(text("SELECT space, page_id, breadcrumb, synced_at FROM synced_pages")).all()
+        conn.execute(text("DROP TABLE synced_pages"))
+        conn.execute(text(OLD_SYNCED_PAGES))
+        for space, page_id, breadcrumb, synced_at in rows:
+            conn.execute(
+                text("INSERT INTO synced_pages VALUES (:s, :p, 'old title', :b, 7, :t)"),
+                {"s": space, "p": page_id, "b": breadcrumb, "t": synced_at},
+            )
+    engine.dispose()
+
+    env = make_env(tmp_path, fake.url)  # upgrades the database
+    engine = create_engine(f"sqlite:///{tmp_path / 'threadwise.sqlite'}")
+    columns = {c["name"] for c in inspect(engine).get_columns("synced_pages")}
+    assert {"title", "version"}.isdisjoint(columns) and "breadcrumb" in columns
+    assert len(SyncStore(sessions=env.sessions).breadcrumbs("DOCS")) == len(rows) == 10
+    report = env.syncer.sync(DOCS)
+    assert report.status == "ok" and report.counts.unchanged == 10 and fetched(fake) == []
+    fake.move_page("113", "100")  # the breadcrumbs carried over still show a move
+    report = env.syncer.sync(DOCS)
+    assert report.counts.updated == 1 and fetched(fake) == ["113"]

@@ -24,7 +24,7 @@ from threadwise.connectors.confluence_rest import (
     ConfluenceUnavailableError,
     RestSession,
 )
-from threadwise.core.types import Page, PageFailure
+from threadwise.core.types import Page, PageFailure, PageRef
 
 __all__ = [
     "NOT_CONFIGURED",
@@ -51,19 +51,8 @@ class SpaceInfo:
     id: str = ""  # Cloud v2's numeric space id
 
 
-@dataclass(frozen=True)
-class PageRef:
-    """A page as a listing shows it: enough to decide scope and what changed, without the body."""
-
-    id: str
-    title: str
-    version: int = 0  # 0 when the listing did not say
-    ancestor_ids: tuple[str, ...] = ()  # root first
-    ancestors: tuple[str, ...] = ()  # breadcrumb titles, root first
-
-
 class ConfluenceClient:
-    """Spaces, page listings, changes and pages, with bounded retries; Cloud and Server/DC alike."""
+    """Spaces, page listings, changes and pages, with bounded retries; Cloud and Server/DC alike. A `PageSource`."""
 
     def __init__(self, *, settings: ConfluenceSettings) -> None:
         self.settings = settings

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Set
 from dataclasses import dataclass
 
-from threadwise.connectors.confluence import PageRef
+from threadwise.core.types import PageRef
 
 
 @dataclass(frozen=True)

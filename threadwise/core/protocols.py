@@ -8,7 +8,16 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from threadwise.core.types import Answer, Completion, Evidence, PastTurn, ScoredEvidence
+from threadwise.core.types import (
+    Answer,
+    Completion,
+    Evidence,
+    Page,
+    PageFailure,
+    PageRef,
+    PastTurn,
+    ScoredEvidence,
+)
 
 
 @runtime_checkable
@@ -95,3 +104,14 @@ class Answerer(Protocol):
     deterministic: bool  # True: one counterfactual run per cluster is enough
 
     def answer(self, question: str, evidences: Sequence[Evidence]) -> Answer: ...
+
+
+class PageSource(Protocol):
+    """Where pages come from: a folder of page files, a Confluence site, next other wikis. A listing without
+    bodies first (enough to decide scope and what changed), then one page at a time, a failure as a value."""
+
+    def list_pages(self, space: str) -> list[PageRef]: ...
+
+    def get_page(
+        self, page_id: str, *, space: str = "", ancestors: Sequence[str] | None = None
+    ) -> Page | PageFailure: ...

@@ -44,6 +44,17 @@ class Page:
 
 
 @dataclass(frozen=True)
+class PageRef:
+    """A page as a listing shows it: enough to decide scope and what changed, without the body."""
+
+    id: str
+    title: str
+    version: int = 0  # 0 when the listing did not say
+    ancestor_ids: tuple[str, ...] = ()  # root first
+    ancestors: tuple[str, ...] = ()  # breadcrumb titles, root first
+
+
+@dataclass(frozen=True)
 class Element:
     """A raw piece of a page in reading order, before contextualization."""
 

@@ -1,4 +1,8 @@
-"""Schema upgrades: create missing tables and add missing columns; never drop stored data."""
+"""Schema upgrades: create missing tables and add missing columns; never drop stored data.
+
+The one exception are columns that only held copies of what another store now keeps once
+(`RETIRED_COLUMNS`): they are dropped, since an old NOT NULL copy would refuse every new row.
+"""
 
 from __future__ import annotations
 
@@ -9,11 +13,17 @@ import threadwise.db.conversations  # noqa: F401  (importing a table module regi
 import threadwise.db.sync_tables  # noqa: F401
 from threadwise.db.base import SCHEMA_VERSION, Base, SchemaInfo
 
+# table -> columns a newer release no longer writes, because their data is kept elsewhere
+RETIRED_COLUMNS = {
+    "synced_pages": ("title", "version"),  # the index's manifest holds each page's title and version
+}
+
 
 def upgrade(engine: Engine) -> int:
     """Create missing tables and apply additive migrations; never drops data. Returns the schema version."""
     Base.metadata.create_all(engine)
     _add_missing_columns(engine)
+    _drop_retired_columns(engine)
     with Session(engine) as s, s.begin():
         row = s.get(SchemaInfo, "version")
         if row is None:
@@ -35,3 +45,15 @@ def _add_missing_columns(engine: Engine) -> None:
                 ddl = f'ALTER TABLE {table.name} ADD COLUMN "{col.name}" {col.type.compile(engine.dialect)}'
                 with engine.begin() as conn:
                     conn.execute(text(ddl))
+
+
+def _drop_retired_columns(engine: Engine) -> None:
+    insp = inspect(engine)
+    for table, columns in RETIRED_COLUMNS.items():
+        if not insp.has_table(table):
+            continue
+        have = {c["name"] for c in insp.get_columns(table)}
+        for column in columns:
+            if column in have:
+                with engine.begin() as conn:
+                    conn.execute(text(f'ALTER TABLE {table} DROP COLUMN "{column}"'))

@@ -51,14 +51,16 @@ class SpaceSyncStateRow(Base):
 
 
 class SyncedPageRow(Base):
-    """Per indexed page, the title and breadcrumb it was indexed with: a rename or move upstream shows."""
+    """Per synced page, the breadcrumb it was indexed with: a move upstream shows in the next listing.
+
+    Title and version live in the index's manifest, the one record of what is indexed; older releases kept
+    copies here (`RETIRED_COLUMNS` in db/schema.py drops them).
+    """
 
     __tablename__ = "synced_pages"
     space: Mapped[str] = mapped_column(String(255), primary_key=True)
     page_id: Mapped[str] = mapped_column(String(64), primary_key=True)
-    title: Mapped[str] = mapped_column(Text, default="")
     breadcrumb: Mapped[str] = mapped_column(Text, default="")  # ancestor titles joined by " / "
-    version: Mapped[int] = mapped_column(Integer, default=0)
     synced_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
 

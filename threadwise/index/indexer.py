@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import time
-from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 
 from threadwise.core.ingest.contextualize import ContextParts
-from threadwise.core.ingest.extract import extract_many
+from threadwise.core.ingest.extract import PageParseError, extract_evidence
+from threadwise.core.ingest.linearize import check_linearizer
 from threadwise.core.types import Evidence, Page, PageFailure
 from threadwise.index.store import EvidenceIndex
 
@@ -25,6 +26,27 @@ class IndexReport:
     seconds: float = 0.0
 
 
+Extract = Callable[[Page], list[Evidence]]
+
+
+def index_page(
+    index: EvidenceIndex, page: Page, *, extract: Extract = extract_evidence
+) -> bool | PageFailure:
+    """The one road from a page to the index, for the folder indexer and the Confluence sync alike.
+
+    A page the index holds at this version and content is not extracted (nor embedded): False. Otherwise
+    its evidence is extracted and swapped in atomically: True, or a failure value when the page yields no
+    usable evidence (its previous evidence, if any, stays).
+    """
+    if index.is_current(page):
+        return False
+    try:
+        evidences = extract(page)
+    except PageParseError as error:
+        return PageFailure(page_id=page.id, title=page.title, reason=str(error))
+    return index.put_page(page, evidences)
+
+
 def index_pages(
     index: EvidenceIndex,
     pages: Sequence[Page],
@@ -36,30 +58,29 @@ def index_pages(
     remove_missing: bool = True,
     progress: Progress | None = None,
 ) -> IndexReport:
-    """Index `pages`; a page whose version and content hash are unchanged is not re-embedded.
+    """Index `pages` through `index_page`; a page whose version and content hash are unchanged costs one read.
 
     With `remove_missing`, indexed pages not among `pages` are deleted (the folder is the whole truth).
     """
     started = time.perf_counter()
     report = IndexReport(pages=len(pages))
-    todo = [p for p in pages if not index.is_current(p)]
-    report.unchanged = len(pages) - len(todo)
-    evidences, report.failures = extract_many(
-        todo,
+    extract = partial(
+        extract_evidence,
         parts=parts or ContextParts.from_name("ALL"),
-        linearizer=linearizer,
+        linearizer=check_linearizer(linearizer),
         index_tables=index_tables,
         index_rows=index_rows,
     )
-    by_page: dict[str, list[Evidence]] = defaultdict(list)
-    for e in evidences:
-        by_page[e.page_id].append(e)
-    failed = {f.page_id for f in report.failures}
-    todo = [p for p in todo if p.id not in failed]
-    for done, page in enumerate(todo, start=1):
-        report.embedded += index.put_page(page, by_page.get(page.id, []))
+    for done, page in enumerate(pages, start=1):
+        outcome = index_page(index, page, extract=extract)
+        if isinstance(outcome, PageFailure):
+            report.failures.append(outcome)
+        elif outcome:
+            report.embedded += 1
+        else:
+            report.unchanged += 1
         if progress is not None:
-            progress(done, len(todo))
+            progress(done, len(pages))
     if remove_missing:
         # a page that failed to parse is still among `pages`: its previous evidence stays
         for gone in set(index.page_states()) - {p.id for p in pages}:

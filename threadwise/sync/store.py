@@ -22,16 +22,6 @@ class SyncState:
 
 
 @dataclass(frozen=True)
-class PageRecord:
-    """The title and breadcrumb a page was last indexed with."""
-
-    page_id: str
-    title: str
-    breadcrumb: str
-    version: int
-
-
-@dataclass(frozen=True)
 class RunCounts:
     pages: int = 0
     added: int = 0
@@ -66,26 +56,21 @@ class SyncStore:
             row.retry_page_ids = list(state.retry_page_ids)
             s.add(row)
 
-    # ----- per-page records -----
-    def page_records(self, space: str) -> dict[str, PageRecord]:
+    # ----- per-page: the breadcrumb each page was indexed with (title and version: the index's manifest) -----
+    def breadcrumbs(self, space: str) -> dict[str, str]:
         with self.sessions() as s:
-            rows = s.scalars(select(SyncedPageRow).where(SyncedPageRow.space == space)).all()
-            return {r.page_id: PageRecord(r.page_id, r.title, r.breadcrumb, r.version) for r in rows}
+            rows = s.execute(
+                select(SyncedPageRow.page_id, SyncedPageRow.breadcrumb).where(SyncedPageRow.space == space)
+            )
+            return {page_id: breadcrumb for page_id, breadcrumb in rows}
 
-    def save_page_record(self, space: str, record: PageRecord) -> None:
+    def save_breadcrumb(self, space: str, page_id: str, breadcrumb: str) -> None:
         with self.sessions() as s, s.begin():
-            row = s.get(SyncedPageRow, (space, record.page_id)) or SyncedPageRow(
-                space=space, page_id=record.page_id
-            )
-            row.title, row.breadcrumb, row.version, row.synced_at = (
-                record.title,
-                record.breadcrumb,
-                record.version,
-                utcnow(),
-            )
+            row = s.get(SyncedPageRow, (space, page_id)) or SyncedPageRow(space=space, page_id=page_id)
+            row.breadcrumb, row.synced_at = breadcrumb, utcnow()
             s.add(row)
 
-    def delete_page_records(self, space: str, page_ids: Sequence[str]) -> None:
+    def forget_pages(self, space: str, page_ids: Sequence[str]) -> None:
         if not page_ids:
             return
         with self.sessions() as s, s.begin():
@@ -94,7 +79,7 @@ class SyncStore:
             )
 
     def forget_space(self, space: str) -> None:
-        """Drop a space's state and page records (its run history stays)."""
+        """Drop a space's state and breadcrumbs (its run history stays)."""
         with self.sessions() as s, s.begin():
             s.execute(delete(SyncedPageRow).where(SyncedPageRow.space == space))
             s.execute(delete(SpaceSyncStateRow).where(SpaceSyncStateRow.space == space))

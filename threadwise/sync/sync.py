@@ -5,9 +5,10 @@ One run, holding the space's lock (a file lock, so it holds across processes):
 2. remove from the index every page that is no longer listed or no longer in scope (deleted, moved, labelled);
 3. pick the pages to fetch: all of them for a full run; otherwise those CQL reports modified since the last
    successful run (minus a safety overlap) whose version differs from the index, pages in scope but not in
-   the index, pages whose title or breadcrumb changed (a renamed ancestor, a move), and last run's failures;
-4. fetch, extract and `put_page` each one; the index swaps a page's evidence atomically and embeds nothing
-   when version and content hash are unchanged;
+   the index, pages whose title (in the index's manifest) or breadcrumb (kept per page in `synced_pages`)
+   changed (a renamed ancestor, a move), and last run's failures;
+4. fetch each one and hand it to `index_page`, the folder indexer's road too: nothing is extracted or embedded
+   when version and content hash are unchanged, else the index swaps the page's evidence atomically;
 5. advance the cursor to this run's start and record the run.
 A run killed midway leaves every page either old or new in the index; the cursor did not move, so the next
 run looks at the same changes again and finishes the job. One bad page is a failure value, never a stop.
@@ -17,7 +18,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
@@ -35,11 +36,13 @@ from threadwise.connectors.confluence import (
     PageRef,
 )
 from threadwise.connectors.scope import SpaceScope
-from threadwise.core.ingest.extract import PageParseError, extract_evidence
-from threadwise.core.types import Evidence, Page, PageFailure
+from threadwise.core.ingest.extract import extract_evidence
+from threadwise.core.protocols import PageSource
+from threadwise.core.types import Page, PageFailure
 from threadwise.db.sync_tables import utcnow
+from threadwise.index.indexer import Extract, index_page
 from threadwise.index.store import EvidenceIndex, PageState
-from threadwise.sync.store import PageRecord, RunCounts, SyncState, SyncStore
+from threadwise.sync.store import RunCounts, SyncState, SyncStore
 
 log = logging.getLogger(__name__)
 
@@ -80,7 +83,7 @@ class SpaceSyncer:
         index: EvidenceIndex,
         sessions: sessionmaker[Session],
         lock_dir: Path,
-        extract: Callable[[Page], list[Evidence]] = extract_evidence,
+        extract: Extract = extract_evidence,
         overlap: timedelta = CQL_OVERLAP,
         fetch_workers: int = 4,
     ) -> None:
@@ -180,16 +183,16 @@ class SpaceSyncer:
         listing = {ref.id: ref for ref in pages if scope.includes(ref, labelled=labelled)}
         run.pages = len(listing)
         indexed = self.index.page_states(space)
-        records = self.store.page_records(space)
+        breadcrumbs = self.store.breadcrumbs(space)
 
         gone = [pid for pid in indexed if pid not in listing]
         for pid in gone:
             self.index.delete_page(pid)
         run.deleted = len(gone)
-        self.store.delete_page_records(space, [pid for pid in records if pid not in listing])
+        self.store.forget_pages(space, [pid for pid in breadcrumbs if pid not in listing])
 
         state = self.store.state(space)
-        todo = self._pages_to_fetch(client, scope, listing, indexed, records, state, full=full)
+        todo = self._pages_to_fetch(client, scope, listing, indexed, breadcrumbs, state, full=full)
         for ref, page in self._fetched(client, todo, space):
             self._index_page(ref, page, indexed, run)
 
@@ -208,7 +211,7 @@ class SpaceSyncer:
         scope: SpaceScope,
         listing: dict[str, PageRef],
         indexed: dict[str, PageState],
-        records: dict[str, PageRecord],
+        breadcrumbs: dict[str, str],
         state: SyncState,
         *,
         full: bool,
@@ -222,15 +225,15 @@ class SpaceSyncer:
             for r in modified
             if r.id in indexed and r.id in listing and r.version != indexed[r.id].version
         }
-        for pid, ref in listing.items():
-            record = records.get(pid)
-            if record is None or record.title != ref.title or record.breadcrumb != _breadcrumb(ref.ancestors):
+        for pid, ref in listing.items():  # renamed, or moved (its own or an ancestor's title changed)
+            page = indexed.get(pid)
+            if page is None or page.title != ref.title or breadcrumbs.get(pid) != _breadcrumb(ref.ancestors):
                 wanted.add(pid)
         wanted |= {pid for pid in state.retry_page_ids if pid in listing}
         return [ref for pid, ref in listing.items() if pid in wanted]
 
     def _fetched(
-        self, client: ConfluenceClient, refs: Sequence[PageRef], space: str
+        self, client: PageSource, refs: Sequence[PageRef], space: str
     ) -> Iterator[tuple[PageRef, Page | PageFailure]]:
         """Pages in listing order, fetched a few at a time ahead of the indexing."""
         window = max(1, self.fetch_workers) * 4
@@ -253,22 +256,20 @@ class SpaceSyncer:
                     self.index.delete_page(ref.id)
                     run.deleted += 1
                 run.pages -= 1
-                self.store.delete_page_records(space, [ref.id])
+                self.store.forget_pages(space, [ref.id])
                 return
             run.failures.append(replace(page, title=page.title or ref.title))
             return
-        try:
-            evidences = self.extract(page)
-        except PageParseError as e:
-            run.failures.append(PageFailure(page_id=page.id, title=page.title, reason=f"unusable page: {e}"))
+        outcome = index_page(self.index, page, extract=self.extract)
+        if isinstance(outcome, PageFailure):
+            run.failures.append(replace(outcome, reason=f"unusable page: {outcome.reason}"))
             return
-        if self.index.put_page(page, evidences):
+        if outcome:
             if ref.id in indexed:
                 run.updated += 1
             else:
                 run.added += 1
-        record = PageRecord(page.id, page.title, _breadcrumb(page.ancestors), page.version)
-        self.store.save_page_record(space, record)
+        self.store.save_breadcrumb(space, page.id, _breadcrumb(page.ancestors))
 
 
 class SyncBusyError(RuntimeError):
