@@ -14,6 +14,7 @@ from threadwise.core.complete.history import HistoryCompleter
 from threadwise.core.pipeline import Pipeline
 from threadwise.core.protocols import Answerer, Embedder, QuestionCompleter, Reranker
 from threadwise.core.retrieve.retriever import RetrievalOptions, Retriever
+from threadwise.index.chroma_store import ChromaServer
 from threadwise.index.store import EvidenceIndex
 from threadwise.models.embedders import make_embedder
 from threadwise.models.llm_settings import LLMSettings, llm_settings_from_env, make_chat
@@ -87,8 +88,13 @@ class Threadwise:
     # ----- index and pipeline -----
     @cached_property
     def index(self) -> EvidenceIndex:
+        url = self.settings.get("THREADWISE_CHROMA_URL").strip()
+        token = self.settings.get("THREADWISE_CHROMA_TOKEN").strip() or None
         return EvidenceIndex(
-            directory=self.settings.data_dir / "index", embedder=self.embedder, collection=self.collection
+            directory=self.settings.data_dir / "index",
+            embedder=self.embedder,
+            collection=self.collection,
+            chroma_server=ChromaServer(url=url, token=token) if url else None,
         )
 
     @cached_property

@@ -1,4 +1,5 @@
-"""Dense half of the index: a persistent ChromaDB collection with our own embeddings.
+"""Dense half of the index: a ChromaDB collection with our own embeddings, in the data folder (the default) or
+on a Chroma server (`chroma run`, or Chroma's image) when THREADWISE_CHROMA_URL is set.
 
 Chroma gets `embedding_function=None` and explicit vectors: otherwise it would try to download its own model.
 Each row is one evidence version: the row id carries the page's content hash, so a page's new evidence can be
@@ -8,8 +9,10 @@ written beside the old before the switch (see `EvidenceIndex`).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import numpy as np
 
@@ -32,17 +35,52 @@ def evidence_from_row(document: str, meta: dict[str, Any]) -> Evidence:
     return Evidence.from_dict({**meta, "context_text": document})
 
 
-class ChromaStore:
-    """A thin adapter over one persistent Chroma collection (cosine space)."""
+@dataclass(frozen=True)
+class ChromaServer:
+    """Where a Chroma server listens (THREADWISE_CHROMA_URL, e.g. http://chroma:8000) and its optional token
+    (THREADWISE_CHROMA_TOKEN), sent as `Authorization: Bearer` and `X-Chroma-Token`, Chroma's two token headers."""
 
-    def __init__(self, *, directory: Path, collection: str) -> None:
-        import chromadb
-        from chromadb.config import Settings
+    url: str
+    token: str | None = field(default=None, repr=False)
 
+
+def chroma_client(directory: Path, server: ChromaServer | None) -> Any:
+    """A persistent client over `directory`, or an HTTP client of `server`; fails naming the URL."""
+    import chromadb
+    from chromadb.config import Settings
+
+    settings = Settings(anonymized_telemetry=False, allow_reset=False)
+    if server is None:
         directory.mkdir(parents=True, exist_ok=True)
-        self._client = chromadb.PersistentClient(
-            path=str(directory), settings=Settings(anonymized_telemetry=False, allow_reset=False)
+        return chromadb.PersistentClient(path=str(directory), settings=settings)
+    parts = urlsplit(server.url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError(f"THREADWISE_CHROMA_URL={server.url!r} is not an http(s)://host:port URL")
+    headers = (
+        {"Authorization": f"Bearer {server.token}", "X-Chroma-Token": server.token} if server.token else {}
+    )
+    ssl = parts.scheme == "https"
+    try:
+        return chromadb.HttpClient(
+            host=parts.hostname,
+            port=parts.port or (443 if ssl else 8000),
+            ssl=ssl,
+            headers=headers,
+            settings=settings,
         )
+    except Exception as err:  # chromadb raises ValueError, httpx errors or its own, depending on the failure
+        where = f"{parts.scheme}://{parts.hostname}" + (f":{parts.port}" if parts.port else "")
+        raise ConnectionError(
+            f"Cannot use the Chroma server at {where} (THREADWISE_CHROMA_URL): {err}. Is `chroma run` up, "
+            "and THREADWISE_CHROMA_TOKEN right?"
+        ) from err
+
+
+class ChromaStore:
+    """A thin adapter over one Chroma collection (cosine space), local or on a server."""
+
+    def __init__(self, *, directory: Path, collection: str, server: ChromaServer | None = None) -> None:
+        self._client = chroma_client(directory, server)
         self._collection = self._client.get_or_create_collection(
             name=collection, embedding_function=None, metadata={"hnsw:space": "cosine"}
         )

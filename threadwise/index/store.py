@@ -25,7 +25,7 @@ from filelock import FileLock
 from threadwise.core.protocols import Embedder
 from threadwise.core.types import Evidence, Page, ScoredEvidence
 from threadwise.index.bm25_store import BM25Store
-from threadwise.index.chroma_store import ChromaStore, evidence_from_row, row_id
+from threadwise.index.chroma_store import ChromaServer, ChromaStore, evidence_from_row, row_id
 from threadwise.models.embedders import how_to_keep
 
 
@@ -70,11 +70,19 @@ class EvidenceIndex:
     """Dense + lexical evidence index in one folder. Safe to share between threads; one writer at a time."""
 
     def __init__(
-        self, *, directory: Path, embedder: Embedder, collection: str = "evidence", embed_chars: int = 1200
+        self,
+        *,
+        directory: Path,
+        embedder: Embedder,
+        collection: str = "evidence",
+        embed_chars: int = 1200,
+        chroma_server: ChromaServer | None = None,
     ) -> None:
         self.directory = Path(directory)
         self.embedder = embedder
         self.collection = collection
+        # vectors on a Chroma server instead of in the folder; the manifest and BM25 stay in the folder
+        self.chroma_server = chroma_server
         # Dense vectors see the first `embed_chars` of the contextualized text (title, heading, then the evidence):
         # past that an averaging encoder only dilutes, and a truncating one cuts anyway. BM25 sees all of it.
         self.embed_chars = embed_chars
@@ -117,7 +125,9 @@ class EvidenceIndex:
     @property
     def chroma(self) -> ChromaStore:
         if self._chroma is None:
-            self._chroma = ChromaStore(directory=self.directory / "chroma", collection=self.collection)
+            self._chroma = ChromaStore(
+                directory=self.directory / "chroma", collection=self.collection, server=self.chroma_server
+            )
         return self._chroma
 
     def generation(self) -> int:
