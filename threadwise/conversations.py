@@ -248,6 +248,10 @@ class ConversationService:
     def set_message_ref(self, turn_id: int, ref: str) -> None:
         self.store.set_message_ref(turn_id, ref)
 
+    def turn_for_message(self, key: ThreadKey, ref: str) -> int | None:
+        """The turn answered by message `ref` in the channel of `key` (what Teams' feedback names)."""
+        return self.store.turn_for_message(key.platform, key.channel, ref)
+
     # ----- explaining -----
     def explain(self, turn_id: int) -> ExplainView:
         """Counterfactual attribution of a turn's answer; computed once, then served from the store."""

@@ -12,7 +12,7 @@ import shlex
 import threading
 import time
 from collections.abc import Callable, Collection
-from typing import Any
+from typing import Any, Protocol
 
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
@@ -37,6 +37,13 @@ HELP = (
     "To ask a question, mention me in a channel or write to me directly."
 )
 CHANGES = {"add", "remove", "sync"}
+
+
+class Admins(Protocol):
+    """Who may change things (`admins(user)`), and whom to ask (`admins.who()`) for a refusal."""
+
+    def __call__(self, user: str) -> bool: ...
+    def who(self) -> str: ...
 
 
 class AdminCheck:
@@ -96,9 +103,15 @@ def is_instant(text: str) -> bool:
 
 
 class AdminCommands:
-    def __init__(self, *, admin: AdminService, is_admin: AdminCheck) -> None:
+    """The commands over the admin service; `help_text` and `trigger` (recorded with syncs) per platform."""
+
+    def __init__(
+        self, *, admin: AdminService, is_admin: Admins, help_text: str = HELP, trigger: str = "slack"
+    ) -> None:
         self.admin = admin
         self.is_admin = is_admin
+        self.help_text = help_text
+        self.trigger = trigger
 
     def run(self, text: str, *, user: str, channel: str, reply: Reply) -> None:
         """Carry out one command and send what it has to say through `reply`; never raises."""
@@ -109,7 +122,7 @@ class AdminCommands:
         name, args = (words[0].lower(), words[1:]) if words else ("help", [])
         try:
             if name == "help":
-                reply(HELP)
+                reply(self.help_text)
             elif name == "status":
                 reply(self._status(channel))
             elif name == "spaces":
@@ -125,7 +138,7 @@ class AdminCommands:
                     return
                 getattr(self, "_" + name)(args, user=user, reply=reply)
             else:
-                reply(f"I don't know the command `{escape(name)}`.\n\n{HELP}")
+                reply(f"I don't know the command `{escape(name)}`.\n\n{self.help_text}")
         except AdminError as err:
             reply(f":warning: {escape(str(err))}")
         except Exception as err:
@@ -205,7 +218,7 @@ class AdminCommands:
         if len(keys) > 1:
             reply("One space at a time, or none for all: `/threadwise sync [KEY] [--full]`.")
             return
-        reports = self.admin.sync(keys[0] if keys else None, full=full, trigger="slack")
+        reports = self.admin.sync(keys[0] if keys else None, full=full, trigger=self.trigger)
         if not reports:
             reply("No spaces are configured. Add one with `/threadwise add KEY`.")
             return

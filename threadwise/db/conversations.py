@@ -175,6 +175,20 @@ class ConversationStore:
             if row is not None:
                 row.message_ref = ref
 
+    def turn_for_message(self, platform: str, channel: str, ref: str) -> int | None:
+        """The turn whose answer is the message `ref` in `channel` (feedback on a message names only it)."""
+        with self._sessions() as s:
+            return s.scalars(
+                select(TurnRow.id)
+                .join(ConversationRow, ConversationRow.id == TurnRow.conversation_id)
+                .where(
+                    ConversationRow.platform == platform,
+                    ConversationRow.channel == channel,
+                    TurnRow.message_ref == ref,
+                )
+                .order_by(TurnRow.id.desc())
+            ).first()
+
     def turns(self, conversation_id: int) -> list[StoredTurn]:
         with self._sessions() as s:
             rows = s.scalars(

@@ -1,0 +1,464 @@
+"""The Microsoft Teams adapter: the Teams SDK's App over the platform-neutral ConversationService and AdminService.
+
+The SDK answers the HTTP request of an activity only when its handler returns, so handlers do only the quick
+part and leave the slow work to a bounded pool of answer workers, which send through the server's event loop:
+
+    message → claim the activity id (answer once) → typing indicator in the thread
+            → [worker] ask → the answer as a reply in the thread (or a friendly failure)
+
+In a channel the bot answers when mentioned, and follow-ups without a mention in threads it answered in (the
+app package asks for the resource-specific consent that delivers them); in a group chat when mentioned; in a
+personal chat always. Explain is an Adaptive Card `Action.Execute`; 👍/👎 are Teams' native feedback buttons.
+Redelivered activities (the same id) find their claim taken in the database and are dropped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import html
+import json
+import logging
+import re
+import warnings
+from collections.abc import Callable, Coroutine, Mapping
+from concurrent.futures import Future
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from fastapi import FastAPI, Request, Response
+from fastapi.responses import JSONResponse, PlainTextResponse
+from microsoft_teams.api.activities import ActivityParams, ActivityTypeAdapter
+from microsoft_teams.api.activities.typing import TypingActivityInput
+from microsoft_teams.api.activities.utils import StripMentionsTextOptions, strip_mentions_text
+from microsoft_teams.api.models.account import Account, ConversationAccount
+from microsoft_teams.api.models.conversation.conversation_reference import ConversationReference
+from microsoft_teams.api.models.entity.mention_entity import MentionEntity
+from microsoft_teams.apps import ActivityContext, App, FastAPIAdapter
+from microsoft_teams.apps.activity_send import send_or_update_activity
+from microsoft_teams.apps.http.adapter import HttpMethod, HttpRequest, HttpRouteHandler
+
+from threadwise.bot import teams_cards as cards
+from threadwise.bot.pool import Activity, TrackedPool
+from threadwise.bot.teams_admin import admin_command, make_commands, run_command
+from threadwise.conversations import ConversationService
+from threadwise.db.conversations import ThreadKey
+from threadwise.sync.admin import AdminService
+
+log = logging.getLogger(__name__)
+warnings.filterwarnings("ignore", module=r"microsoft_teams\..*")  # its "preview feature" notices at import
+
+PLATFORM = "teams"
+MESSAGES_PATH = "/api/messages"
+MAX_BODY = 1_000_000
+SEND_TIMEOUT = 30.0
+EXPLAIN_WAIT = 4.0  # Teams gives an invoke about 5 s; a second press waits this long for a running Explain
+EMPTY_QUESTION = (
+    "Hi! Ask me a question about your Confluence pages, for example "
+    "*@Threadwise how do I request a new laptop?* I'll answer in the thread."
+)
+WELCOME = (
+    "Hi, I'm Threadwise. I answer questions from your team's Confluence pages, with the sources I used. "
+    "In a channel, mention me: *@Threadwise how do I request a new laptop?*; here, just ask. "
+    "`admin help` lists what admins can do."
+)
+FAILED = "⚠️ Sorry, I couldn't answer this time: something went wrong on my side. The error is logged; please try again."
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class TeamsSettings:
+    """What the Teams front end needs; `from_env` reads the names the README documents."""
+
+    client_id: str = ""  # the Azure Bot's app registration (Microsoft App ID)
+    client_secret: str = ""
+    tenant_id: str = ""  # single-tenant bots (Azure's default now); "" for multi-tenant
+    admin_ids: tuple[str, ...] = ()  # Entra object ids (aadObjectId) of Threadwise admins
+    allow_unauthenticated: bool = False  # local trials only (Agents Playground), never with a client id
+    follow_ups_without_mention: bool = True
+    answer_workers: int = 8
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str]) -> TeamsSettings:
+        """TEAMS_CLIENT_ID, TEAMS_CLIENT_SECRET, TEAMS_TENANT_ID, THREADWISE_TEAMS_ADMINS (comma-separated),
+        THREADWISE_TEAMS_ALLOW_UNAUTHENTICATED, THREADWISE_TEAMS_FOLLOW_UPS, THREADWISE_TEAMS_WORKERS."""
+
+        def flag(name: str, default: bool) -> bool:
+            value = env.get(name, "").strip().lower()
+            return default if not value else value in ("1", "true", "yes", "on")
+
+        return cls(
+            client_id=env.get("TEAMS_CLIENT_ID", "").strip(),
+            client_secret=env.get("TEAMS_CLIENT_SECRET", "").strip(),
+            tenant_id=env.get("TEAMS_TENANT_ID", "").strip(),
+            admin_ids=tuple(
+                a.strip() for a in env.get("THREADWISE_TEAMS_ADMINS", "").split(",") if a.strip()
+            ),
+            allow_unauthenticated=flag("THREADWISE_TEAMS_ALLOW_UNAUTHENTICATED", False),
+            follow_ups_without_mention=flag("THREADWISE_TEAMS_FOLLOW_UPS", True),
+            answer_workers=max(1, int(env.get("THREADWISE_TEAMS_WORKERS", "8") or 8)),
+        )
+
+    @property
+    def configured(self) -> bool:
+        """Whether Teams is set up at all (then `threadwise serve` runs it)."""
+        return bool(self.client_id or self.allow_unauthenticated)
+
+    def problem(self) -> str | None:
+        """Why the Teams endpoint must not start with these settings; None when it may."""
+        if self.client_id and self.allow_unauthenticated:
+            return (
+                "THREADWISE_TEAMS_ALLOW_UNAUTHENTICATED=1 is refused when TEAMS_CLIENT_ID is set (then every "
+                "request's token is checked): unset THREADWISE_TEAMS_ALLOW_UNAUTHENTICATED"
+            )
+        if self.allow_unauthenticated:
+            return None
+        if not self.client_id:
+            return (
+                "Teams is not set up: set TEAMS_CLIENT_ID, TEAMS_CLIENT_SECRET and TEAMS_TENANT_ID (the Azure "
+                "Bot's app registration), or THREADWISE_TEAMS_ALLOW_UNAUTHENTICATED=1 for a local trial "
+                "with Microsoft 365 Agents Playground"
+            )
+        if not self.client_secret:
+            return (
+                "TEAMS_CLIENT_SECRET is not set: the bot needs its app registration's client secret to reply "
+                "(Azure portal → the bot's app registration → Certificates & secrets → New client secret)"
+            )
+        return None
+
+
+@dataclass(frozen=True)
+class Place:
+    """Where an activity happened: the thread (conversation key), whom to send to, and who wrote."""
+
+    key: ThreadKey  # (teams, tenant, channel or chat id, root message id or "" for a chat)
+    conversation: str  # the conversation id to send into (a channel's is threaded: ";messageid=ROOT")
+    service_url: str
+    bot: Account
+    kind: str  # "personal", "groupChat" or "channel"
+    user: str  # the writer's Entra object id (aadObjectId), else their Teams id
+
+    @property
+    def ref(self) -> ConversationReference:
+        return ConversationReference(
+            service_url=self.service_url,
+            bot=self.bot,
+            channel_id="msteams",
+            conversation=ConversationAccount(id=self.conversation, conversation_type=self.kind),
+        )
+
+
+def place_of(activity: Any) -> Place:
+    """The Place of an activity; a channel post that is not in a thread yet starts one (its own id)."""
+    conversation = activity.conversation
+    conv_id = str(conversation.id or "")
+    base, _, root = conv_id.partition(";messageid=")
+    kind = str(conversation.conversation_type or "personal")
+    if kind == "channel" and not root and str(activity.id or "").isdigit() and activity.type == "message":
+        root, conv_id = str(activity.id), f"{base};messageid={activity.id}"
+    channel_data = activity.channel_data
+    tenant = conversation.tenant_id or (
+        channel_data.tenant.id if channel_data is not None and channel_data.tenant is not None else ""
+    )
+    sender = activity.from_
+    return Place(
+        key=ThreadKey(PLATFORM, str(tenant or ""), base, root if kind == "channel" else ""),
+        conversation=conv_id,
+        service_url=str(activity.service_url or ""),
+        bot=activity.recipient,
+        kind=kind,
+        user=str(sender.aad_object_id or sender.id or ""),
+    )
+
+
+def question_text(activity: Any) -> str:
+    """The message without the bot's mention; other mentions keep their names; markup and entities undone."""
+    text = strip_mentions_text(activity, StripMentionsTextOptions(account_id=activity.recipient.id)) or ""
+    text = re.sub(r"<br\s*/?>|</p>", "\n", text)
+    text = html.unescape(re.sub(r"<[^>]+>", "", text))
+    return " ".join(text.split())
+
+
+def mentions_someone_else(activity: Any) -> bool:
+    return any(
+        isinstance(e, MentionEntity) and e.mentioned.id != activity.recipient.id
+        for e in activity.entities or []
+    )
+
+
+class _Endpoint(FastAPIAdapter):
+    """The SDK's FastAPI adapter, stricter at the door: a body that is too large, not JSON or not a Bot
+    Framework activity gets 413/400 and one log line (the SDK would answer 500 and log a traceback); the
+    SDK then checks the token (401) and routes the activity."""
+
+    def register_route(self, method: HttpMethod, path: str, handler: HttpRouteHandler) -> None:
+        async def route(request: Request) -> Response:
+            if int(request.headers.get("content-length") or 0) > MAX_BODY:
+                return JSONResponse({"error": "too large"}, status_code=413)
+            try:
+                body = json.loads(await request.body())
+            except ValueError:
+                log.info("refused a request to %s whose body is not JSON", path)
+                return JSONResponse({"error": "the body is not JSON"}, status_code=400)
+            if not isinstance(body, dict) or not _is_activity(body):
+                kind = body.get("type") if isinstance(body, dict) else type(body).__name__
+                log.info("ignored a request that is not a Bot Framework activity (type %r)", kind)
+                return JSONResponse({"error": "not a Bot Framework activity"}, status_code=400)
+            result = await handler(HttpRequest(body=body, headers=dict(request.headers)))
+            content = result.get("body")
+            if content is None:
+                return Response(status_code=result["status"])
+            return JSONResponse(content=content, status_code=result["status"])
+
+        self.app.post(path)(route)
+
+
+def _is_activity(body: dict[str, Any]) -> bool:
+    try:
+        ActivityTypeAdapter.validate_python(body)
+        return True
+    except ValueError:
+        return False
+
+
+class TeamsBot:
+    """The SDK App (`.app`), its handlers, the web app it serves (`.web`), and the pool for slow work."""
+
+    def __init__(
+        self,
+        *,
+        conversations: ConversationService,
+        admin: AdminService,
+        settings: TeamsSettings,
+        cloud: Any = None,  # the SDK's CloudEnvironment (default: the public cloud)
+        token: Any = None,  # a token provider for outgoing calls instead of the client secret
+    ) -> None:
+        self.conversations = conversations
+        self.admin = admin
+        self.settings = settings
+        self.commands = make_commands(admin, settings.admin_ids)
+        self.activity = Activity()
+        self.workers = TrackedPool(
+            max_workers=settings.answer_workers, name="threadwise-teams", activity=self.activity
+        )
+        self.loop: asyncio.AbstractEventLoop | None = None  # the server's loop; sends from workers go there
+        self.web = FastAPI(title="Threadwise for Teams")
+        self.web.get("/healthz")(lambda: PlainTextResponse("ok"))
+        options: dict[str, Any] = {
+            "client_id": settings.client_id or None,
+            "tenant_id": settings.tenant_id or None,
+            "dangerously_allow_unauthenticated_requests": settings.allow_unauthenticated
+            and not settings.client_id,
+            "http_server_adapter": _Endpoint(self.web),
+            "messaging_endpoint": MESSAGES_PATH,
+            "state": False,
+            "telemetry": {"agent365": False},
+            "cloud": cloud,
+        }
+        if token is not None:
+            options["token"] = token
+        else:
+            options["client_secret"] = settings.client_secret or None
+        self.app = App(**options)
+        self.app.on_message(self.on_message)
+        self.app.on_card_action(self.on_card_action)
+        self.app.on_message_submit_feedback(self.on_feedback)
+        self.app.on_conversation_update(self.on_conversation_update)
+        self.app.on_activity(self.on_other)
+
+    # -- background work and sending ----------------------------------------------------------------------
+
+    def submit(self, job: Callable[[], None], what: str) -> Future[None]:
+        """Run `job` in the answer pool; its exceptions are logged, never lost."""
+
+        def run() -> None:
+            try:
+                job()
+            except Exception:
+                log.exception("%s failed", what)
+
+        return self.workers.submit(run)
+
+    @property
+    def waiting(self) -> int:
+        return self.workers.waiting
+
+    def wait_idle(self, timeout: float = 30.0) -> bool:
+        return self.activity.wait_idle(timeout)
+
+    def close(self, *, wait: bool = True) -> None:
+        self.workers.shutdown(wait=wait, cancel_futures=not wait)
+
+    def _on_loop(self, coro: Coroutine[Any, Any, T]) -> T:
+        """Run `coro` on the server's event loop from a worker thread, and wait for it."""
+        assert self.loop is not None, "the Teams server is not running"
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(SEND_TIMEOUT)
+
+    async def send_async(self, place: Place, activity: ActivityParams) -> str | None:
+        """Send into the place's conversation (or update `activity.id` there); the activity id, None when
+        the connector refused (logged)."""
+        try:
+            sent = await send_or_update_activity(self.app.api, activity, place.ref)
+            return str(sent.id) if sent.id else None
+        except Exception as err:
+            log.error("sending to Teams conversation %s failed: %s", place.conversation, _why(err))
+            return None
+
+    def send(self, place: Place, activity: ActivityParams) -> str | None:
+        return self._on_loop(self.send_async(place, activity))
+
+    def claim(self, key: str) -> bool:
+        """True the first time an activity is seen (in any process sharing the database), then False."""
+        return self.conversations.claim_event(f"{PLATFORM}:{key}")
+
+    # -- messages -----------------------------------------------------------------------------------------
+
+    async def on_message(self, ctx: ActivityContext[Any]) -> None:
+        activity = ctx.activity
+        if activity.from_.role == "bot" or not activity.id:
+            return
+        place = place_of(activity)
+        text = question_text(activity)
+        mentioned = activity.is_recipient_mentioned()
+        if place.kind != "personal" and not mentioned:
+            if not await asyncio.to_thread(self._is_follow_up, place, activity):
+                return
+        if not await asyncio.to_thread(self.claim, _activity_key(place, activity.id)):
+            log.info("already answered activity %s (redelivered)", activity.id)
+            return
+        command = admin_command(text)
+        if command is not None:
+            self.submit(lambda: self._admin(place, command), "an admin command")
+            return
+        if not text:
+            await self.send_async(place, cards.notice(EMPTY_QUESTION))
+            return
+        await self.send_async(place, TypingActivityInput())
+        self.submit(lambda: self._answer(place, text), "answering")
+
+    def _is_follow_up(self, place: Place, activity: Any) -> bool:
+        """A message without a mention in a channel thread the bot answered in, addressed to no one else."""
+        return (
+            self.settings.follow_ups_without_mention
+            and place.kind == "channel"
+            and bool(place.key.thread)
+            and place.key.thread != str(activity.id)
+            and not mentions_someone_else(activity)
+            and self.conversations.knows_thread(place.key)
+        )
+
+    def _answer(self, place: Place, text: str) -> None:
+        try:
+            spaces = self.admin.channel_spaces(place.key.channel) or None
+            turn = self.conversations.ask(place.key, text, user=place.user, spaces=spaces)
+        except Exception:
+            log.exception("answering %r failed", text)
+            self.send(place, cards.notice(FAILED))
+            return
+        sent = self.send(place, cards.answer_activity(turn))
+        if sent is None:  # e.g. a card the channel refused: the text alone, never silence
+            sent = self.send(place, cards.notice(cards.answer_text(turn)))
+        if sent is not None:
+            self.conversations.set_message_ref(turn.turn_id, sent)
+
+    def _admin(self, place: Place, command: str) -> None:
+        run_command(
+            self.commands,
+            command,
+            user=place.user,
+            channel=place.key.channel,
+            reply=lambda text: self._reply(place, text),
+        )
+
+    def _reply(self, place: Place, text: str) -> None:
+        self.send(place, cards.notice(text))
+
+    # -- Explain ------------------------------------------------------------------------------------------
+
+    async def on_card_action(self, ctx: Any) -> Any:
+        action = ctx.activity.value.action
+        if action.verb != cards.EXPLAIN:
+            log.info("ignored card action %r", action.verb)
+            return cards.message_response("This button does nothing any more.")
+        try:
+            turn_id = int(action.data.get("turn_id"))
+        except (TypeError, ValueError):
+            return cards.message_response("This button does not name an answer.")
+        turn = await asyncio.to_thread(self.conversations.get_turn, turn_id)
+        if turn is None:
+            return cards.message_response("I can't find this answer any more.")
+        place = place_of(ctx.activity)
+        message_id = str(ctx.activity.reply_to_id or "")
+        if await asyncio.to_thread(self.claim, f"explain:{turn_id}"):
+            self.submit(lambda: self._explain(place, turn_id, message_id), "explaining")
+            note = "Working out which sources caused this answer; I'll post it in this conversation."
+            return cards.card_response(cards.answer_card(turn, explain_state="running", note=note))
+        try:  # pressed before: the stored result, at once (or after the running Explain finishes)
+            view = await asyncio.wait_for(
+                asyncio.to_thread(self.conversations.explain, turn_id), EXPLAIN_WAIT
+            )
+        except TimeoutError:
+            return cards.message_response(
+                "Still working on the explanation; it will appear in this conversation."
+            )
+        return cards.card_response(cards.explanation_card(turn, view))
+
+    def _explain(self, place: Place, turn_id: int, message_id: str) -> None:
+        view = self.conversations.explain(turn_id)
+        self.send(place, cards.explanation_activity(view))
+        turn = self.conversations.get_turn(turn_id)
+        if turn is not None and message_id and not view.error:
+            answer = cards.answer_activity(turn, explain_state="done")
+            answer.id = message_id
+            self.send(place, answer)
+
+    # -- feedback, conversation updates, the rest ---------------------------------------------------------
+
+    async def on_feedback(self, ctx: Any) -> Any:
+        activity = ctx.activity
+        value = activity.value.action_value
+        vote = "up" if value.reaction == "like" else "down"
+        comment = _feedback_text(value.feedback)
+        place = place_of(activity)
+        ref = str(activity.reply_to_id or "")
+        turn_id = await asyncio.to_thread(self.conversations.turn_for_message, place.key, ref)
+        if turn_id is None:
+            log.info("feedback on message %s, which is not an answer I know", ref)
+            return {"status": 200}
+        await asyncio.to_thread(self.conversations.vote, turn_id, place.user, vote, comment)
+        return {"status": 200}
+
+    async def on_conversation_update(self, ctx: ActivityContext[Any]) -> None:
+        activity = ctx.activity
+        added = [m.id for m in activity.members_added or []]
+        if activity.recipient.id not in added or not activity.id:
+            return
+        place = place_of(activity)
+        if await asyncio.to_thread(self.claim, _activity_key(place, activity.id)):
+            await self.send_async(place, cards.notice(WELCOME))
+
+    async def on_other(self, ctx: ActivityContext[Any]) -> None:
+        activity = ctx.activity
+        log.info("ignored a Teams activity of type %s %s", activity.type, getattr(activity, "name", "") or "")
+
+
+def _activity_key(place: Place, activity_id: str) -> str:
+    """The claim for one activity: activity ids are unique within a conversation."""
+    digest = hashlib.sha1(place.key.channel.encode()).hexdigest()[:16]
+    return f"{digest}:{activity_id}"
+
+
+def _feedback_text(raw: str) -> str | None:
+    """The comment from Teams' feedback form: `{"feedbackText": "…"}`, or None."""
+    try:
+        value = json.loads(raw) if raw else {}
+    except ValueError:
+        return raw.strip() or None
+    text = value.get("feedbackText") if isinstance(value, dict) else None
+    return str(text).strip() or None if text else None
+
+
+def _why(err: Exception) -> str:
+    response = getattr(err, "response", None)
+    status = getattr(response, "status_code", None)
+    return f"HTTP {status}" if status else f"{type(err).__name__}: {err}"
