@@ -1,0 +1,58 @@
+"""The Teams bot for tests and the Teams benchmark: the real TeamsBot (Teams SDK App) over a World (see
+slack_world), served by uvicorn on 127.0.0.1 (a free port), answering through a FakeBotConnector.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
+from typing import Any
+
+import jwt
+
+from tests.support.fake_bot_connector import FakeBotConnector
+from tests.support.slack_world import World
+from tests.support.teams_activities import ADMIN, BOT_ID, TeamsSender
+from threadwise.bot.teams_app import TeamsBot, TeamsSettings
+from threadwise.bot.teams_serve import TeamsServer
+
+APP_ID = BOT_ID.removeprefix("28:")
+# what the local token provider hands the SDK for its calls to the connector (the SDK reads it as a JWT)
+OUTGOING_TOKEN = jwt.encode(
+    {"aud": "https://api.botframework.com", "appid": APP_ID, "exp": 4_102_444_800}, "local", algorithm="HS256"
+)
+
+
+@dataclass
+class RunningTeams:
+    bot: TeamsBot
+    server: TeamsServer
+    connector: FakeBotConnector
+    send: TeamsSender
+
+
+@contextmanager
+def running_teams(
+    world: World, connector: FakeBotConnector, *, authenticated: bool = False, **settings: Any
+) -> Iterator[RunningTeams]:
+    """The Teams bot for `world`. Unauthenticated (as with Agents Playground) unless `authenticated`: then
+    TEAMS_CLIENT_ID is set, incoming tokens are checked against the connector's keys, and outgoing calls
+    carry a token from a local provider (the SDK's `token` option) instead of one from Entra."""
+    base = TeamsSettings(admin_ids=(ADMIN["aadObjectId"],), allow_unauthenticated=not authenticated)
+    if authenticated:
+        base = replace(base, client_id=APP_ID, client_secret="")
+    bot = TeamsBot(
+        conversations=world.conversations,
+        admin=world.admin,
+        settings=replace(base, **settings),
+        cloud=connector.cloud() if authenticated else None,
+        token=(lambda scope, tenant=None: OUTGOING_TOKEN) if authenticated else None,
+    )
+    server = TeamsServer(bot, host="127.0.0.1", port=0).start()
+    try:
+        yield RunningTeams(bot, server, connector, TeamsSender(url=server.url, service_url=connector.url))
+    finally:
+        bot.wait_idle(timeout=20)
+        server.stop()
+        bot.close()
