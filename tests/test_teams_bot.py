@@ -28,7 +28,7 @@ from tests.support.teams_activities import (
     TENANT,
 )
 from tests.support.teams_world import APP_ID, OUTGOING_TOKEN, RunningTeams, running_teams
-from threadwise.bot.teams_app import TeamsSettings
+from threadwise.bot.teams_settings import TeamsSettings
 from threadwise.core.answer.llm import LLMAnswerer
 from threadwise.db.conversations import ThreadKey
 from threadwise.index.store import EvidenceIndex

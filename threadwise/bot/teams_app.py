@@ -21,7 +21,7 @@ import json
 import logging
 import re
 import warnings
-from collections.abc import Callable, Coroutine, Mapping
+from collections.abc import Callable, Coroutine
 from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -34,19 +34,22 @@ from microsoft_teams.api.activities.utils import StripMentionsTextOptions, strip
 from microsoft_teams.api.models.account import Account, ConversationAccount
 from microsoft_teams.api.models.conversation.conversation_reference import ConversationReference
 from microsoft_teams.api.models.entity.mention_entity import MentionEntity
-from microsoft_teams.apps import ActivityContext, App, FastAPIAdapter
-from microsoft_teams.apps.activity_send import send_or_update_activity
-from microsoft_teams.apps.http.adapter import HttpMethod, HttpRequest, HttpRouteHandler
 
 from threadwise.bot import teams_cards as cards
 from threadwise.bot.pool import Activity, TrackedPool
 from threadwise.bot.teams_admin import admin_command, make_commands, run_command
+from threadwise.bot.teams_settings import TeamsSettings
 from threadwise.conversations import ConversationService
 from threadwise.db.conversations import ThreadKey
 from threadwise.sync.admin import AdminService
 
+with warnings.catch_warnings():  # the SDK announces its preview features at import
+    warnings.simplefilter("ignore")
+    from microsoft_teams.apps import ActivityContext, App, FastAPIAdapter
+    from microsoft_teams.apps.activity_send import send_or_update_activity
+    from microsoft_teams.apps.http.adapter import HttpMethod, HttpRequest, HttpRouteHandler
+
 log = logging.getLogger(__name__)
-warnings.filterwarnings("ignore", module=r"microsoft_teams\..*")  # its "preview feature" notices at import
 
 PLATFORM = "teams"
 MESSAGES_PATH = "/api/messages"
@@ -64,67 +67,6 @@ WELCOME = (
 )
 FAILED = "⚠️ Sorry, I couldn't answer this time: something went wrong on my side. The error is logged; please try again."
 T = TypeVar("T")
-
-
-@dataclass(frozen=True)
-class TeamsSettings:
-    """What the Teams front end needs; `from_env` reads the names the README documents."""
-
-    client_id: str = ""  # the Azure Bot's app registration (Microsoft App ID)
-    client_secret: str = ""
-    tenant_id: str = ""  # single-tenant bots (Azure's default now); "" for multi-tenant
-    admin_ids: tuple[str, ...] = ()  # Entra object ids (aadObjectId) of Threadwise admins
-    allow_unauthenticated: bool = False  # local trials only (Agents Playground), never with a client id
-    follow_ups_without_mention: bool = True
-    answer_workers: int = 8
-
-    @classmethod
-    def from_env(cls, env: Mapping[str, str]) -> TeamsSettings:
-        """TEAMS_CLIENT_ID, TEAMS_CLIENT_SECRET, TEAMS_TENANT_ID, THREADWISE_TEAMS_ADMINS (comma-separated),
-        THREADWISE_TEAMS_ALLOW_UNAUTHENTICATED, THREADWISE_TEAMS_FOLLOW_UPS, THREADWISE_TEAMS_WORKERS."""
-
-        def flag(name: str, default: bool) -> bool:
-            value = env.get(name, "").strip().lower()
-            return default if not value else value in ("1", "true", "yes", "on")
-
-        return cls(
-            client_id=env.get("TEAMS_CLIENT_ID", "").strip(),
-            client_secret=env.get("TEAMS_CLIENT_SECRET", "").strip(),
-            tenant_id=env.get("TEAMS_TENANT_ID", "").strip(),
-            admin_ids=tuple(
-                a.strip() for a in env.get("THREADWISE_TEAMS_ADMINS", "").split(",") if a.strip()
-            ),
-            allow_unauthenticated=flag("THREADWISE_TEAMS_ALLOW_UNAUTHENTICATED", False),
-            follow_ups_without_mention=flag("THREADWISE_TEAMS_FOLLOW_UPS", True),
-            answer_workers=max(1, int(env.get("THREADWISE_TEAMS_WORKERS", "8") or 8)),
-        )
-
-    @property
-    def configured(self) -> bool:
-        """Whether Teams is set up at all (then `threadwise serve` runs it)."""
-        return bool(self.client_id or self.allow_unauthenticated)
-
-    def problem(self) -> str | None:
-        """Why the Teams endpoint must not start with these settings; None when it may."""
-        if self.client_id and self.allow_unauthenticated:
-            return (
-                "THREADWISE_TEAMS_ALLOW_UNAUTHENTICATED=1 is refused when TEAMS_CLIENT_ID is set (then every "
-                "request's token is checked): unset THREADWISE_TEAMS_ALLOW_UNAUTHENTICATED"
-            )
-        if self.allow_unauthenticated:
-            return None
-        if not self.client_id:
-            return (
-                "Teams is not set up: set TEAMS_CLIENT_ID, TEAMS_CLIENT_SECRET and TEAMS_TENANT_ID (the Azure "
-                "Bot's app registration), or THREADWISE_TEAMS_ALLOW_UNAUTHENTICATED=1 for a local trial "
-                "with Microsoft 365 Agents Playground"
-            )
-        if not self.client_secret:
-            return (
-                "TEAMS_CLIENT_SECRET is not set: the bot needs its app registration's client secret to reply "
-                "(Azure portal → the bot's app registration → Certificates & secrets → New client secret)"
-            )
-        return None
 
 
 @dataclass(frozen=True)

@@ -8,14 +8,26 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import signal
 import socket
+import sys
 import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
 
 import uvicorn
 
+from threadwise.bot.serve import Scheduler
 from threadwise.bot.teams_app import MESSAGES_PATH, TeamsBot
+from threadwise.bot.teams_settings import TeamsSettings
 
 log = logging.getLogger(__name__)
+
+UNAUTHENTICATED_WARNING = (
+    "WARNING: THREADWISE_TEAMS_ALLOW_UNAUTHENTICATED=1 — the Teams endpoint accepts requests WITHOUT checking "
+    "who sent them. Use this only for local trials with Microsoft 365 Agents Playground; never expose this port."
+)
 
 
 class TeamsServer:
@@ -81,3 +93,43 @@ class TeamsServer:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+@contextmanager
+def serve_teams(
+    tw: Any, settings: TeamsSettings, *, host: str, port: int, warm_up: Callable[[], None] | None = None
+) -> Iterator[TeamsServer]:
+    """The Teams endpoint for the composition root `tw`, serving while the block runs; refuses to start
+    (ValueError, saying what to set) with settings that cannot authenticate requests."""
+    problem = settings.problem()
+    if problem:
+        raise ValueError(problem)
+    if warm_up is not None:
+        warm_up()
+    bot = TeamsBot(conversations=tw.conversations, admin=tw.admin, settings=settings)
+    server = TeamsServer(bot, host=host, port=port).start()
+    if settings.allow_unauthenticated:
+        print(UNAUTHENTICATED_WARNING, file=sys.stderr, flush=True)
+    print(
+        f"Threadwise serves Teams at http://{host}:{server.port}{MESSAGES_PATH}. Ctrl-C stops it.", flush=True
+    )
+    try:
+        yield server
+    finally:
+        server.stop()
+        bot.close(wait=True)
+
+
+def run_until_stopped(scheduler: Scheduler | None) -> None:
+    """Without Slack: run the sync scheduler (if any) until Ctrl-C or SIGTERM."""
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    if scheduler is not None:
+        scheduler.start()
+    try:
+        stop.wait()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        if scheduler is not None:
+            scheduler.shutdown(wait=False)

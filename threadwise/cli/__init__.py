@@ -18,6 +18,7 @@ COMMAND_MODULES = (
     "threadwise.cli.eval_cmd",
     "threadwise.cli.admin_cmds",
     "threadwise.cli.serve_cmds",
+    "threadwise.cli.teams_cmds",
 )
 
 

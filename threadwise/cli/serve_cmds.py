@@ -1,4 +1,5 @@
-"""`threadwise serve [--http PORT]` runs the Slack bot and the sync scheduler; `threadwise doctor` checks the set-up.
+"""`threadwise serve [--http PORT] [--teams PORT]` runs every configured front end (Slack, Teams) and the sync
+scheduler in one process; `threadwise doctor` checks the set-up.
 
 `register(subparsers, build)` adds both; `build()` returns the composition root (threadwise.wiring.Threadwise).
 """
@@ -11,6 +12,7 @@ from typing import Any
 
 from threadwise.bot.doctor import Check, all_ok, render, run_check, slack_checks
 from threadwise.bot.slack_app import SlackSettings, build_slack_bot
+from threadwise.bot.teams_settings import TeamsSettings
 from threadwise.wiring import Threadwise
 
 Build = Callable[[], Threadwise]
@@ -18,7 +20,8 @@ Build = Callable[[], Threadwise]
 
 def register(subparsers: Any, build: Build) -> None:
     p = subparsers.add_parser(
-        "serve", help="run the Slack bot (Socket Mode; --http for the Events API) and the sync scheduler"
+        "serve",
+        help="run every configured front end (Slack: Socket Mode or --http; Teams: --teams) and the sync scheduler",
     )
     p.add_argument(
         "--http",
@@ -26,12 +29,21 @@ def register(subparsers: Any, build: Build) -> None:
         metavar="PORT",
         help="serve the Events API on PORT at /slack/events instead of Socket Mode",
     )
-    p.add_argument("--host", default="0.0.0.0", help="address to listen on with --http (default 0.0.0.0)")
+    p.add_argument(
+        "--teams",
+        type=int,
+        metavar="PORT",
+        help="serve the Teams messaging endpoint /api/messages on PORT (default 3978 when Teams is set up)",
+    )
+    p.add_argument(
+        "--host", default="0.0.0.0", help="address to listen on with --http and --teams (default 0.0.0.0)"
+    )
     p.add_argument("--no-sync", action="store_true", help="do not run the sync scheduler in this process")
     p.set_defaults(func=lambda args: _serve(build(), args))
 
     p = subparsers.add_parser(
-        "doctor", help="check the Slack tokens, Confluence, the LLM endpoint and the index"
+        "doctor",
+        help="check the Slack tokens, the Teams settings, Confluence, the LLM endpoint and the index",
     )
     p.add_argument(
         "--http", action="store_true", help="check for HTTP mode (signing secret) instead of Socket Mode"
@@ -43,17 +55,47 @@ def _serve(tw: Threadwise, args: argparse.Namespace) -> int:
     from threadwise.bot.serve import serve
 
     settings = SlackSettings.from_env(tw.settings.env)
-    bot = build_slack_bot(conversations=tw.conversations, admin=tw.admin, settings=settings)
+    teams = TeamsSettings.from_env(tw.settings.env)
+    with_slack = bool(settings.bot_token or settings.app_token) or args.http is not None
+    with_teams = args.teams is not None or teams.configured
+    if not (with_slack or with_teams):
+        raise ValueError(
+            "nothing to serve: set SLACK_BOT_TOKEN and SLACK_APP_TOKEN for Slack, and/or TEAMS_CLIENT_ID, "
+            "TEAMS_CLIENT_SECRET and TEAMS_TENANT_ID for Teams (see the README)"
+        )
+    if with_teams and teams.problem():
+        raise ValueError(teams.problem())
     scheduler = None if args.no_sync else tw.scheduler
     if scheduler is not None and tw.confluence is None:
         print("Confluence is not configured: no scheduled sync; answering from what is indexed.", flush=True)
         scheduler = None
-    serve(bot, http_port=args.http, host=args.host, scheduler=scheduler, warm_up=tw.warm_up)
+    if not with_teams:
+        bot = build_slack_bot(conversations=tw.conversations, admin=tw.admin, settings=settings)
+        serve(bot, http_port=args.http, host=args.host, scheduler=scheduler, warm_up=tw.warm_up)
+        return 0
+    from threadwise.bot.teams_serve import serve_teams
+
+    with serve_teams(tw, teams, host=args.host, port=args.teams or 3978, warm_up=tw.warm_up):
+        if with_slack:
+            bot = build_slack_bot(conversations=tw.conversations, admin=tw.admin, settings=settings)
+            serve(bot, http_port=args.http, host=args.host, scheduler=scheduler)
+        else:
+            from threadwise.bot.teams_serve import run_until_stopped
+
+            run_until_stopped(scheduler)
     return 0
 
 
 def _doctor(tw: Threadwise, args: argparse.Namespace) -> int:
-    checks = slack_checks(SlackSettings.from_env(tw.settings.env), http=args.http)
+    slack, teams = SlackSettings.from_env(tw.settings.env), TeamsSettings.from_env(tw.settings.env)
+    if slack.bot_token or not teams.configured:
+        checks = slack_checks(slack, http=args.http)
+    else:
+        checks = [Check("Slack", True, "not configured (Teams only)", skipped=True)]
+    if teams.configured or not slack.bot_token:
+        from threadwise.bot.teams_doctor import teams_checks
+
+        checks.extend(teams_checks(teams))
     checks.append(_confluence_check(tw))
     checks.extend(_llm_checks(tw))
     checks.append(run_check("Index", lambda: _index_summary(tw)))
