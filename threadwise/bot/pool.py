@@ -4,10 +4,13 @@ benchmarks and shutdown can wait until every listener and answer has finished.
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
+
+log = logging.getLogger(__name__)
 
 
 class Activity:
@@ -67,3 +70,14 @@ class TrackedPool(ThreadPoolExecutor):
                 self._held -= 1
             self.activity.finished()
             raise
+
+    def submit_logged(self, job: Callable[[], None], what: str) -> Future[None]:
+        """Run `job`; its exceptions are logged ("answering failed"), never lost in a Future nobody reads."""
+
+        def run() -> None:
+            try:
+                job()
+            except Exception:
+                log.exception("%s failed", what)
+
+        return self.submit(run)

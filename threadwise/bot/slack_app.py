@@ -158,14 +158,7 @@ class SlackBot:
 
     def submit(self, job: Callable[[], None], what: str) -> Future[None]:
         """Run `job` in the answer pool; its exceptions are logged, never lost."""
-
-        def run() -> None:
-            try:
-                job()
-            except Exception:
-                log.exception("%s failed", what)
-
-        return self.workers.submit(run)
+        return self.workers.submit_logged(job, what)
 
     @property
     def waiting(self) -> int:

@@ -212,18 +212,7 @@ class TeamsBot:
 
     def submit(self, job: Callable[[], None], what: str) -> Future[None]:
         """Run `job` in the answer pool; its exceptions are logged, never lost."""
-
-        def run() -> None:
-            try:
-                job()
-            except Exception:
-                log.exception("%s failed", what)
-
-        return self.workers.submit(run)
-
-    @property
-    def waiting(self) -> int:
-        return self.workers.waiting
+        return self.workers.submit_logged(job, what)
 
     def wait_idle(self, timeout: float = 30.0) -> bool:
         return self.activity.wait_idle(timeout)

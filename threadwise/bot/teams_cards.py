@@ -18,10 +18,10 @@ from microsoft_teams.api.activities.message.message import MessageActivityInput
 from microsoft_teams.api.models.attachment.attachment import Attachment
 from microsoft_teams.api.models.entity import CitationAppearance
 
-from threadwise.bot.blocks import page_groups
+from threadwise.bot.blocks import WHY, cluster_line, page_groups
 from threadwise.conversations import ExplainView, SourceView, TurnView
 from threadwise.core.answer.citations import rewrite_citations
-from threadwise.core.attribute.explanation import ClusterAttribution, Explanation, share_bar
+from threadwise.core.attribute.explanation import Explanation
 
 Card = dict[str, Any]
 
@@ -31,13 +31,7 @@ CARD_VERSION = "1.5"
 MAX_CITATIONS = 20  # Teams shows at most 20 citation entities per message
 MAX_SOURCE_LINES = 8
 MAX_CLUSTERS_SHOWN = 20
-MAX_SOURCES_PER_CLUSTER = 8
 MAX_TEXT = 20_000  # Teams refuses messages much beyond ~28 KB
-
-WHY = (
-    "**Why this answer?** Each group of similar sources was removed in turn and the question answered again; "
-    "the more the answer changed, the larger the group's share."
-)
 
 
 def escape(text: str) -> str:
@@ -194,29 +188,16 @@ def notice(text: str) -> MessageActivityInput:
 # -- Explain ------------------------------------------------------------------------------------------
 
 
-def cluster_line(cluster: ClusterAttribution) -> str:
-    """ "`██████▊` **67%** [Page (row 7)](url) [1], [Other page](url) [4]"."""
-    shown = cluster.sources[:MAX_SOURCES_PER_CLUSTER]
-    sources = ", ".join(f"{link(s.url, _cut(s.label, 150))} [{s.position}]" for s in shown)
-    if len(cluster.sources) > len(shown):
-        sources += f" and {len(cluster.sources) - len(shown)} more"
-    if cluster.scored:
-        head = f"`{share_bar(cluster.share):<10}` **{cluster.share * 100:.0f}%**"
-    else:
-        head = f"*not scored{': ' + escape(_cut(cluster.error, 200)) if cluster.error else ''}*"
-    return f"{head} {sources}"
-
-
 def explanation_text(view: ExplainView) -> str:
     """The attribution as Markdown: one paragraph per group of sources, largest share first."""
     if view.error or not view.result:
         return "ℹ️ " + escape(view.text)
     expl = Explanation.from_dict(view.result)
     ordered = sorted(expl.clusters, key=lambda c: (not c.scored, -c.share, c.index))
-    parts = [WHY]
+    parts = [from_mrkdwn(WHY)]
     if expl.note:
         parts.append("*" + escape(expl.note) + "*")
-    parts += [cluster_line(c) for c in ordered[:MAX_CLUSTERS_SHOWN]]
+    parts += [from_mrkdwn(cluster_line(c)) for c in ordered[:MAX_CLUSTERS_SHOWN]]
     if len(ordered) > MAX_CLUSTERS_SHOWN:
         parts.append(f"… and {len(ordered) - MAX_CLUSTERS_SHOWN} smaller groups")
     seconds = expl.timings_ms.get("total", 0.0) / 1000
