@@ -124,7 +124,7 @@ def test_a_mention_in_a_channel_is_answered_in_its_thread_with_sources_and_actio
     card = card_of(answer)
     lines = [b["text"] for b in card["body"]]
     assert any(
-        "[Requesting a new laptop](https://wiki.example/display/IT/Laptops) · IT · updated 3 May 2024" in line
+        "[Requesting a new laptop](https://wiki.example/display/IT/Laptops) · IT · updated 2024-05-03" in line
         for line in lines
     )
     action = explain_action(answer)

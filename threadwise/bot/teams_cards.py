@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from datetime import datetime
 from typing import Any
 
 from microsoft_teams.api.activities.message.message import MessageActivityInput
 from microsoft_teams.api.models.attachment.attachment import Attachment
 from microsoft_teams.api.models.entity import CitationAppearance
 
+from threadwise.bot import blocks
 from threadwise.bot.blocks import WHY, cluster_line, page_groups
 from threadwise.conversations import ExplainView, SourceView, TurnView
 from threadwise.core.answer.citations import rewrite_citations
@@ -29,7 +29,6 @@ EXPLAIN = "explain"  # the Action.Execute verb of the Explain button
 CARD_TYPE = "application/vnd.microsoft.card.adaptive"
 CARD_VERSION = "1.5"
 MAX_CITATIONS = 20  # Teams shows at most 20 citation entities per message
-MAX_SOURCE_LINES = 8
 MAX_CLUSTERS_SHOWN = 20
 MAX_TEXT = 20_000  # Teams refuses messages much beyond ~28 KB
 
@@ -45,15 +44,6 @@ def link(url: str, label: str) -> str:
     if not url.startswith(("http://", "https://")):
         return label
     return f"[{label}]({url.replace(' ', '%20').replace('(', '%28').replace(')', '%29')})"
-
-
-def short_date(iso: str) -> str:
-    """ "3 May 2024" from an ISO timestamp; "" for none or a bad one."""
-    try:
-        when = datetime.fromisoformat(iso.replace("Z", "+00:00")) if iso else None
-    except ValueError:
-        return ""
-    return f"{when.day} {when:%b %Y}" if when else ""
 
 
 def _cut(text: str, limit: int) -> str:
@@ -99,20 +89,8 @@ def add_citations(message: MessageActivityInput, turn: TurnView) -> MessageActiv
 
 
 def source_lines(sources: Sequence[SourceView]) -> list[str]:
-    """One line per page: "[1, 3] [Title](url) · SPACE · updated 3 May 2024"."""
-    groups = page_groups(sources)
-    lines = []
-    for numbers, s in groups[:MAX_SOURCE_LINES]:
-        parts = [f"[{', '.join(map(str, numbers))}] {link(s.url, s.title or s.label)}"]
-        if s.space:
-            parts.append(escape(s.space))
-        updated = short_date(s.last_modified)
-        if updated:
-            parts.append(f"updated {updated}")
-        lines.append(" · ".join(parts))
-    if len(groups) > MAX_SOURCE_LINES:
-        lines.append(f"… and {len(groups) - MAX_SOURCE_LINES} more pages")
-    return lines
+    """One line per page: "[1, 3] [Title](url) · SPACE · updated 2024-05-03" (the Slack lines, as Markdown)."""
+    return from_mrkdwn(blocks.source_lines(sources)).split("\n\n")
 
 
 def _text_block(text: str, **extra: Any) -> dict[str, Any]:
