@@ -33,7 +33,10 @@ def _module_name(path: Path) -> str:
 
 def _imports(path: Path, *, top_level_only: bool) -> set[str]:
     tree = ast.parse(path.read_text())
-    nodes = tree.body if top_level_only else list(ast.walk(tree))
+    # top level: the module's own imports, those under `if TYPE_CHECKING:` included (a circle in the types is
+    # a circle in the design); not the late imports inside functions
+    top = [n for stmt in tree.body for n in ([stmt, *stmt.body] if isinstance(stmt, ast.If) else [stmt])]
+    nodes = top if top_level_only else list(ast.walk(tree))
     found: set[str] = set()
     for node in nodes:
         if isinstance(node, ast.Import):

@@ -12,26 +12,37 @@ from __future__ import annotations
 import json
 import logging
 import re
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
 
-from slack_sdk.errors import SlackApiError
+from slack_bolt import App
 
 from threadwise.bot import blocks
-from threadwise.bot.admin_commands import HELP, is_instant
+from threadwise.bot.admin_commands import HELP, AdminCommands, is_instant
 from threadwise.bot.question import Question
-from threadwise.conversations import TurnView
+from threadwise.bot.slack_messenger import SlackMessenger
+from threadwise.conversations import ConversationService, TurnView
 from threadwise.trace_render import render_trace
-
-if TYPE_CHECKING:
-    from threadwise.bot.slack_app import SlackBot
 
 log = logging.getLogger(__name__)
 
 COMMAND = "/threadwise"
 
 
-def register_actions(bot: SlackBot) -> None:
-    app = bot.app
+@dataclass(frozen=True)
+class ActionContext:
+    """What the handlers work with, handed in by the app: they never import it (no circle)."""
+
+    messenger: SlackMessenger
+    conversations: ConversationService
+    commands: AdminCommands
+    submit: Callable[[Callable[[], None], str], object]  # slow work, in the answer pool
+    start_answer: Callable[..., bool]  # (question, *, claim, placeholder_ts=None) -> False for a repeat
+    claim: Callable[[str], bool]  # True the first time a key is claimed
+
+
+def register_actions(app: App, bot: ActionContext) -> None:
     app.action(blocks.EXPLAIN)(lambda ack, body, action: _explain(bot, ack, body, action))
     app.action(blocks.FEEDBACK)(lambda ack, body, action: _feedback(bot, ack, body, action))
     app.action(blocks.MORE)(lambda ack, body, action: _more(bot, ack, body, action))
@@ -91,13 +102,10 @@ def _turn_id(value: Any) -> int | None:
         return None
 
 
-def _open(bot: SlackBot, where: _Where, view: dict[str, Any]) -> None:
+def _open(bot: ActionContext, where: _Where, view: dict[str, Any]) -> None:
     """Open a modal for the user who pressed; privately in the thread when Slack will not open it."""
-    try:
-        bot.client.views_open(trigger_id=where.trigger_id or "", view=view)
-    except SlackApiError as err:
-        log.warning("views.open failed: %s", err.response.get("error"))
-        bot.ephemeral(
+    if not bot.messenger.open_modal(where.trigger_id or "", view):
+        bot.messenger.ephemeral(
             where.channel,
             where.user,
             where.thread_ts,
@@ -108,7 +116,7 @@ def _open(bot: SlackBot, where: _Where, view: dict[str, Any]) -> None:
 # -- Explain ------------------------------------------------------------------------------------------------
 
 
-def _explain(bot: SlackBot, ack: Any, body: dict[str, Any], action: dict[str, Any]) -> None:
+def _explain(bot: ActionContext, ack: Any, body: dict[str, Any], action: dict[str, Any]) -> None:
     ack()
     where, turn_id = _Where(body), _turn_id(action.get("value"))
     turn = bot.conversations.get_turn(turn_id) if turn_id is not None else None
@@ -121,18 +129,18 @@ def _explain(bot: SlackBot, ack: Any, body: dict[str, Any], action: dict[str, An
         view = bot.conversations.explain(turn.turn_id)
         message = blocks.explanation_message(view)
         if view.cached:  # it is in the thread already: show it again to this user only
-            bot.ephemeral(where.channel, where.user, where.thread_ts, message)
+            bot.messenger.ephemeral(where.channel, where.user, where.thread_ts, message)
         else:
-            bot.post(where.channel, where.thread_ts, message)
+            bot.messenger.post(where.channel, where.thread_ts, message)
         state = "ready" if view.error else "done"
         _mark(bot, where, turn, state)
 
     bot.submit(work, f"explaining answer {turn.turn_id}")
 
 
-def _mark(bot: SlackBot, where: _Where, turn: TurnView, explain_state: str) -> None:
+def _mark(bot: ActionContext, where: _Where, turn: TurnView, explain_state: str) -> None:
     """Show the Explain button's state on the answer (a failed edit only costs the label: logged)."""
-    bot.edit(
+    bot.messenger.edit(
         where.channel,
         str(where.message_ts),
         blocks.answer_message(turn, explain_state=explain_state),
@@ -143,7 +151,7 @@ def _mark(bot: SlackBot, where: _Where, turn: TurnView, explain_state: str) -> N
 # -- feedback -----------------------------------------------------------------------------------------------
 
 
-def _feedback(bot: SlackBot, ack: Any, body: dict[str, Any], action: dict[str, Any]) -> None:
+def _feedback(bot: ActionContext, ack: Any, body: dict[str, Any], action: dict[str, Any]) -> None:
     ack()
     where = _Where(body)
     vote = action.get("value")
@@ -157,10 +165,12 @@ def _feedback(bot: SlackBot, ack: Any, body: dict[str, Any], action: dict[str, A
         )
     bot.conversations.vote(turn_id, where.user, vote)
     if vote == "up":
-        bot.ephemeral(where.channel, where.user, where.thread_ts, _notice("Thanks for the 👍, noted."))
+        bot.messenger.ephemeral(
+            where.channel, where.user, where.thread_ts, _notice("Thanks for the 👍, noted.")
+        )
 
 
-def _feedback_comment(bot: SlackBot, ack: Any, body: dict[str, Any], view: dict[str, Any]) -> None:
+def _feedback_comment(bot: ActionContext, ack: Any, body: dict[str, Any], view: dict[str, Any]) -> None:
     ack()
     try:
         turn_id = int(json.loads(view.get("private_metadata") or "{}")["turn_id"])
@@ -177,7 +187,7 @@ def _feedback_comment(bot: SlackBot, ack: Any, body: dict[str, Any], view: dict[
 # -- the overflow menu, the full answer, retries, follow-ups ----------------------------------------------
 
 
-def _more(bot: SlackBot, ack: Any, body: dict[str, Any], action: dict[str, Any]) -> None:
+def _more(bot: ActionContext, ack: Any, body: dict[str, Any], action: dict[str, Any]) -> None:
     ack()
     where = _Where(body)
     value = str((action.get("selected_option") or {}).get("value", ""))
@@ -187,14 +197,14 @@ def _more(bot: SlackBot, ack: Any, body: dict[str, Any], action: dict[str, Any])
     try:
         text = render_trace(bot.conversations.trace(turn_id), prompts=False)
     except KeyError:
-        bot.ephemeral(
+        bot.messenger.ephemeral(
             where.channel, where.user, where.thread_ts, _notice(f"I have no record of answer {turn_id}.")
         )
         return
     _open(bot, where, blocks.trace_modal(turn_id, text))
 
 
-def _full_answer(bot: SlackBot, ack: Any, body: dict[str, Any], action: dict[str, Any]) -> None:
+def _full_answer(bot: ActionContext, ack: Any, body: dict[str, Any], action: dict[str, Any]) -> None:
     ack()
     turn_id = _turn_id(action.get("value"))
     turn = bot.conversations.get_turn(turn_id) if turn_id is not None else None
@@ -202,7 +212,7 @@ def _full_answer(bot: SlackBot, ack: Any, body: dict[str, Any], action: dict[str
         _open(bot, _Where(body), blocks.full_answer_modal(turn))
 
 
-def _retry(bot: SlackBot, ack: Any, body: dict[str, Any], action: dict[str, Any]) -> None:
+def _retry(bot: ActionContext, ack: Any, body: dict[str, Any], action: dict[str, Any]) -> None:
     """Ask a failed question again, in place of the failure message."""
     ack()
     where, turn_id = _Where(body), _turn_id(action.get("value"))
@@ -213,7 +223,7 @@ def _retry(bot: SlackBot, ack: Any, body: dict[str, Any], action: dict[str, Any]
     bot.start_answer(question, claim=f"retry:{turn.turn_id}", placeholder_ts=where.message_ts)
 
 
-def _follow_up(bot: SlackBot, ack: Any, body: dict[str, Any], action: dict[str, Any]) -> None:
+def _follow_up(bot: ActionContext, ack: Any, body: dict[str, Any], action: dict[str, Any]) -> None:
     """A suggested follow-up, asked in the thread in the name of the user who pressed it (once per message)."""
     ack()
     where = _Where(body)
@@ -222,21 +232,21 @@ def _follow_up(bot: SlackBot, ack: Any, body: dict[str, Any], action: dict[str, 
         return
     claim = f"{where.team}:{where.channel}:{where.message_ts}:{action.get('action_id')}"
     if not bot.claim(claim):
-        bot.ephemeral(
+        bot.messenger.ephemeral(
             where.channel,
             where.user,
             where.thread_ts,
             _notice("That question was asked already; the answer is in the thread."),
         )
         return
-    bot.post(where.channel, where.thread_ts, blocks.asked_for_message(where.user, text))
+    bot.messenger.post(where.channel, where.thread_ts, blocks.asked_for_message(where.user, text))
     bot.start_answer(Question(where.team, where.channel, str(where.thread_ts), where.user, text), claim=None)
 
 
 # -- /threadwise ---------------------------------------------------------------------------------------------
 
 
-def _command(bot: SlackBot, ack: Any, command: dict[str, Any], respond: Any) -> None:
+def _command(bot: ActionContext, ack: Any, command: dict[str, Any], respond: Any) -> None:
     text = str(command.get("text") or "").strip()
     user, channel = str(command.get("user_id", "")), str(command.get("channel_id", ""))
     if is_instant(text):

@@ -32,7 +32,8 @@ from threadwise.bot.home import home_view
 from threadwise.bot.mrkdwn import mentions_other_user, plain_question
 from threadwise.bot.pool import Activity, TrackedPool
 from threadwise.bot.question import PLATFORM, Question
-from threadwise.bot.slack_actions import register_actions
+from threadwise.bot.slack_actions import ActionContext, register_actions
+from threadwise.bot.slack_messenger import SlackMessenger, why
 from threadwise.conversations import ConversationService
 from threadwise.sync.admin import AdminService
 
@@ -122,6 +123,7 @@ class SlackBot:
         self.admin = admin
         self.settings = settings
         self.client = client or make_client(settings)
+        self.messenger = SlackMessenger(client=self.client)
         self.is_admin = AdminCheck(
             client=self.client,
             admin_user_ids=settings.admin_user_ids,
@@ -151,7 +153,17 @@ class SlackBot:
         self.app.event("app_mention")(self.on_mention)
         self.app.event("message")(self.on_message)
         self.app.event("app_home_opened")(self.on_home_opened)
-        register_actions(self)
+        register_actions(
+            self.app,
+            ActionContext(
+                messenger=self.messenger,
+                conversations=conversations,
+                commands=self.commands,
+                submit=self.submit,
+                start_answer=self.start_answer,
+                claim=self.claim,
+            ),
+        )
         self.app.error(self.on_error)
 
     # -- background work --------------------------------------------------------------------------------
@@ -251,13 +263,15 @@ class SlackBot:
             log.info("already answered %s (a retry or a duplicate event)", claim)
             return False
         if not question.text:
-            self.post(question.channel, question.thread_ts, blocks.notice_message(EMPTY_QUESTION))
+            self.messenger.post(question.channel, question.thread_ts, blocks.notice_message(EMPTY_QUESTION))
             return True
         placeholder = blocks.placeholder_message(question.text, waiting=self.waiting)
         if placeholder_ts is not None:
-            placeholder_ts = self.deliver(question.channel, question.thread_ts, placeholder_ts, placeholder)
+            placeholder_ts = self.messenger.deliver(
+                question.channel, question.thread_ts, placeholder_ts, placeholder
+            )
         else:
-            placeholder_ts = self.post(question.channel, question.thread_ts, placeholder)
+            placeholder_ts = self.messenger.post(question.channel, question.thread_ts, placeholder)
         ts = placeholder_ts
         self.submit(lambda: self._answer(question, ts), "answering")
         return True
@@ -274,9 +288,11 @@ class SlackBot:
             )
         except Exception:
             log.exception("answering %r failed", question.text)
-            self.deliver(question.channel, question.thread_ts, placeholder_ts, blocks.notice_message(FAILED))
+            self.messenger.deliver(
+                question.channel, question.thread_ts, placeholder_ts, blocks.notice_message(FAILED)
+            )
             return
-        ts = self.deliver(
+        ts = self.messenger.deliver(
             question.channel,
             question.thread_ts,
             placeholder_ts,
@@ -297,7 +313,7 @@ class SlackBot:
                 channel=question.channel, ts=question.thread_ts, limit=100
             )
         except SlackApiError as err:
-            log.info("no thread context for %s: %s", question.thread_ts, _why(err))
+            log.info("no thread context for %s: %s", question.thread_ts, why(err))
             return []
         asked = {t.question for t in self.conversations.history(question.key)} | {question.text}
         said = []
@@ -309,72 +325,10 @@ class SlackBot:
                 said.append(text[:300])
         return said[-keep:]
 
-    # -- sending ------------------------------------------------------------------------------------
-
-    def post(self, channel: str, thread_ts: str | None, message: blocks.Message) -> str | None:
-        """Post in a thread; the message's ts, or None when Slack refused (logged)."""
-        try:
-            reply = self.client.chat_postMessage(channel=channel, thread_ts=thread_ts, **message)
-            return str(reply["ts"])
-        except SlackApiError as err:
-            log.error("chat.postMessage in %s failed: %s", channel, _why(err))
-            return None
-
-    def edit(
-        self,
-        channel: str,
-        ts: str,
-        message: blocks.Message,
-        *,
-        plainer: Callable[[], blocks.Message] | None = None,
-    ) -> bool:
-        """Replace the message `ts` in place (with `plainer()` if Slack refuses the blocks); False if it failed."""
-        try:
-            self.client.chat_update(channel=channel, ts=ts, **message)
-            return True
-        except SlackApiError as err:
-            log.warning("chat.update of %s in %s failed: %s", ts, channel, _why(err))
-            if err.response.get("error") == "invalid_blocks" and plainer is not None:
-                return self.edit(channel, ts, plainer())
-            return False
-
-    def deliver(
-        self,
-        channel: str,
-        thread_ts: str | None,
-        ts: str | None,
-        message: blocks.Message,
-        *,
-        plainer: Callable[[], blocks.Message] | None = None,
-    ) -> str | None:
-        """Put `message` in place of the placeholder `ts`; if that is gone, post it in the thread instead.
-
-        Returns the ts of the message that holds it, None only when Slack refused everything (logged).
-        """
-        if ts is not None and self.edit(channel, ts, message, plainer=plainer):
-            return ts
-        new_ts = self.post(channel, thread_ts, message)
-        if new_ts is None and plainer is not None:
-            new_ts = self.post(channel, thread_ts, plainer())
-        return new_ts
-
-    def ephemeral(self, channel: str, user: str, thread_ts: str | None, message: blocks.Message) -> None:
-        """A message only `user` sees, in the thread."""
-        try:
-            self.client.chat_postEphemeral(channel=channel, user=user, thread_ts=thread_ts, **message)
-        except SlackApiError as err:
-            log.warning("chat.postEphemeral to %s failed: %s", user, _why(err))
-
 
 def _quiet_token_note(record: logging.LogRecord) -> bool:
     """Drop Bolt's note that SLACK_BOT_TOKEN (which it reads from the environment itself) yields to our client."""
     return "`token` will be unused" not in record.getMessage()
-
-
-def _why(err: SlackApiError) -> str:
-    response = err.response
-    details = response.get("response_metadata", {}).get("messages") if hasattr(response, "get") else None
-    return f"{response.get('error')}{' ' + str(details) if details else ''}"
 
 
 def build_slack_bot(
