@@ -40,7 +40,7 @@ SHARED = ROOT.parent / "shared" / "confquestions"
 PUBLIC_BASE = (
     "https://openxt.atlassian.net/wiki"  # web links keep the pages' real URLs (gold answers use them)
 )
-CLIENT = {"backoff_s": 0.2, "max_wait_s": 5.0, "max_retries": 8, "timeout": 30.0}
+CLIENT: dict[str, Any] = {"backoff_s": 0.2, "max_wait_s": 5.0, "max_retries": 8, "timeout": 30.0}
 
 
 def fetched_pages(fake: FakeConfluence) -> list[str]:

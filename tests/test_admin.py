@@ -28,9 +28,11 @@ def fake() -> Iterator[FakeConfluence]:
         yield server
 
 
-@pytest.fixture
-def env(tmp_path: Path, fake: FakeConfluence) -> SyncEnv:
-    return make_env(tmp_path, fake.url)
+@pytest.fixture(params=["sqlite", "postgresql"])
+def env(request: pytest.FixtureRequest, tmp_path: Path, fake: FakeConfluence) -> SyncEnv:
+    """The whole admin and sync stack, its state on SQLite and on a real PostgreSQL."""
+    database_url = request.getfixturevalue("postgres_url") if request.param == "postgresql" else None
+    return make_env(tmp_path, fake.url, database_url=database_url)
 
 
 def test_unknown_space_is_refused_with_the_visible_spaces(env: SyncEnv) -> None:

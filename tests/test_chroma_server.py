@@ -56,14 +56,15 @@ def test_index_and_retrieve_through_a_chroma_server(chroma_url: str, tmp_path: P
 def test_wiring_uses_the_chroma_server_and_an_unreachable_one_is_named(
     chroma_url: str, tmp_path: Path
 ) -> None:
+    collection = f"w{uuid.uuid4().hex[:8]}"
     env = {
         "THREADWISE_EMBEDDER": "hashing",
         "THREADWISE_CHROMA_URL": chroma_url,
         "THREADWISE_CHROMA_TOKEN": "t0k",
+        "THREADWISE_CHROMA_COLLECTION": collection,
     }
-    app = Threadwise(
-        settings=load_settings(env=env, data_dir=tmp_path), collection=f"w{uuid.uuid4().hex[:8]}"
-    )
+    app = Threadwise(settings=load_settings(env=env, data_dir=tmp_path))
+    assert app.index.collection == collection
     assert app.index.chroma_server == ChromaServer(url=chroma_url, token="t0k")
     assert "t0k" not in repr(app.index.chroma_server)
     pages, _ = load_pages(SAMPLE_WIKI_DIR)

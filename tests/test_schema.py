@@ -1,7 +1,9 @@
-"""An upgrade keeps what an older release stored: missing tables and columns are added, nothing is dropped."""
+"""An upgrade keeps what an older release stored: missing tables and columns are added, nothing is dropped.
+Every test runs on SQLite and on a real PostgreSQL (tests/conftest.py starts it once per session)."""
 
 from pathlib import Path
 
+import pytest
 from sqlalchemy import inspect, text
 
 from threadwise.db.base import SCHEMA_VERSION, make_engine, make_sessions
@@ -9,8 +11,15 @@ from threadwise.db.conversations import ConversationStore, ThreadKey
 from threadwise.db.schema import upgrade
 
 
-def test_upgrade_adds_a_missing_column_and_keeps_old_rows(tmp_path: Path) -> None:
-    url = f"sqlite:///{tmp_path / 'old.sqlite'}"
+@pytest.fixture(params=["sqlite", "postgresql"])
+def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'old.sqlite'}"
+    return str(request.getfixturevalue("postgres_url"))
+
+
+def test_upgrade_adds_a_missing_column_and_keeps_old_rows(database_url: str) -> None:
+    url = database_url
     engine = make_engine(url)
     assert upgrade(engine) == SCHEMA_VERSION
     store = ConversationStore(sessions=make_sessions(engine))
@@ -40,3 +49,25 @@ def test_upgrade_adds_a_missing_column_and_keeps_old_rows(tmp_path: Path) -> Non
     assert turn is not None and turn.answer == "a" and turn.message_ref is None
     store.set_message_ref(turn_id, "1700000000.0001")
     assert store.turn(turn_id).message_ref == "1700000000.0001"  # type: ignore[union-attr]
+
+
+def test_upgrade_widens_short_strings_on_postgresql(postgres_url: str) -> None:
+    """An older release had 64-character thread ids; PostgreSQL enforces that, so the upgrade widens it."""
+    engine = make_engine(postgres_url)
+    upgrade(engine)
+    store = ConversationStore(sessions=make_sessions(engine))
+    cid = store.conversation_id(ThreadKey("teams", "T", "C", "1.0"))
+    with engine.begin() as conn:
+        conn.execute(text('ALTER TABLE conversations ALTER COLUMN "thread" TYPE VARCHAR(64)'))
+    teams_thread = "19:" + "a" * 80 + "@thread.tacv2;messageid=1700000000000"
+    with pytest.raises(Exception, match="too long"):
+        store.conversation_id(ThreadKey("teams", "T", "C", teams_thread))
+    engine.dispose()
+
+    engine = make_engine(postgres_url)
+    upgrade(engine)
+    columns = {c["name"]: c["type"] for c in inspect(engine).get_columns("conversations")}
+    assert getattr(columns["thread"], "length", None) == 255
+    store = ConversationStore(sessions=make_sessions(engine))
+    assert store.conversation_id(ThreadKey("teams", "T", "C", "1.0")) == cid  # the old row is kept
+    assert store.conversation_id(ThreadKey("teams", "T", "C", teams_thread)) != cid

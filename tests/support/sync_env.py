@@ -44,11 +44,13 @@ def make_env(
     *,
     embedder: Embedder | None = None,
     cloud: bool = False,
+    database_url: str | None = None,
     **client: Any,
 ) -> SyncEnv:
-    """`cloud`: sign in as on Confluence Cloud (e-mail + API token) against a cloud-flavoured fake."""
+    """`cloud`: sign in as on Confluence Cloud (e-mail + API token) against a cloud-flavoured fake.
+    `database_url`: the state database (default: a SQLite file in `data_dir`)."""
     data_dir.mkdir(parents=True, exist_ok=True)
-    engine = make_engine(f"sqlite:///{data_dir / 'threadwise.sqlite'}")
+    engine = make_engine(database_url or f"sqlite:///{data_dir / 'threadwise.sqlite'}")
     upgrade(engine)
     sessions = make_sessions(engine)
     index = EvidenceIndex(directory=data_dir / "index", embedder=embedder or HashingEmbedder())

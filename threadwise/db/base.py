@@ -21,7 +21,8 @@ class SchemaInfo(Base):
 
 
 def make_engine(url: str) -> Engine:
-    """An engine for `url`; SQLite gets WAL and a busy timeout so the bot, scheduler and CLI can share it."""
+    """An engine for `url`; SQLite gets WAL and a busy timeout so the bot, scheduler and CLI can share it.
+    PostgreSQL (`postgresql://…`, psycopg 3 from the `postgres` extra) is what several replicas share."""
     if url.startswith("sqlite"):
         engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30})
 
@@ -35,7 +36,11 @@ def make_engine(url: str) -> Engine:
             cur.close()
 
         return engine
-    return create_engine(url, pool_pre_ping=True)
+    try:
+        return create_engine(url, pool_pre_ping=True)
+    except ModuleNotFoundError as err:  # the URL's driver (psycopg for postgresql://) is not installed
+        extra = " (pip install 'threadwise[postgres]')" if url.startswith("postgres") else ""
+        raise RuntimeError(f"THREADWISE_DATABASE_URL needs the {err.name} driver{extra}") from err
 
 
 def make_sessions(engine: Engine) -> sessionmaker[Session]:

@@ -22,14 +22,17 @@ def _now() -> datetime:
 
 
 class ConversationRow(Base):
+    """One thread. Platform ids get 255 characters: PostgreSQL enforces lengths (SQLite does not), and Teams
+    conversation and user ids run past 64."""
+
     __tablename__ = "conversations"
     __table_args__ = (UniqueConstraint("platform", "workspace", "channel", "thread"),)
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     platform: Mapped[str] = mapped_column(String(32))
-    workspace: Mapped[str] = mapped_column(String(64))
-    channel: Mapped[str] = mapped_column(String(64))
-    thread: Mapped[str] = mapped_column(String(64))
-    started_by: Mapped[str] = mapped_column(String(64), default="")
+    workspace: Mapped[str] = mapped_column(String(255))
+    channel: Mapped[str] = mapped_column(String(255))
+    thread: Mapped[str] = mapped_column(String(255))
+    started_by: Mapped[str] = mapped_column(String(255), default="")
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=_now)
     deleted: Mapped[bool] = mapped_column(Boolean, default=False)
 
@@ -38,7 +41,7 @@ class TurnRow(Base):
     __tablename__ = "turns"
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     conversation_id: Mapped[int] = mapped_column(ForeignKey("conversations.id"), index=True)
-    asked_by: Mapped[str] = mapped_column(String(64), default="")
+    asked_by: Mapped[str] = mapped_column(String(255), default="")
     question: Mapped[str] = mapped_column(Text)
     completed_question: Mapped[str] = mapped_column(Text)
     answer: Mapped[str] = mapped_column(Text)
@@ -51,7 +54,7 @@ class TurnRow(Base):
     timings: Mapped[dict[str, Any]] = mapped_column(JSON)
     config: Mapped[dict[str, Any]] = mapped_column(JSON)  # which models and settings answered
     message_ref: Mapped[str | None] = mapped_column(
-        String(64), nullable=True
+        String(255), nullable=True
     )  # e.g. the Slack ts of the answer
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=_now)
 
@@ -61,7 +64,7 @@ class FeedbackRow(Base):
     __table_args__ = (UniqueConstraint("turn_id", "user"),)
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     turn_id: Mapped[int] = mapped_column(ForeignKey("turns.id"), index=True)
-    user: Mapped[str] = mapped_column(String(64))
+    user: Mapped[str] = mapped_column(String(255))
     vote: Mapped[str] = mapped_column(String(8))  # "up" | "down"
     comment: Mapped[str | None] = mapped_column(Text, nullable=True)
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=_now, onupdate=_now)

@@ -6,7 +6,7 @@ The one exception are columns that only held copies of what another store now ke
 
 from __future__ import annotations
 
-from sqlalchemy import Engine, inspect, text
+from sqlalchemy import Engine, String, inspect, text
 from sqlalchemy.orm import Session
 
 import threadwise.db.conversations  # noqa: F401  (importing a table module registers its tables on Base)
@@ -23,6 +23,7 @@ def upgrade(engine: Engine) -> int:
     """Create missing tables and apply additive migrations; never drops data. Returns the schema version."""
     Base.metadata.create_all(engine)
     _add_missing_columns(engine)
+    _widen_strings(engine)
     _drop_retired_columns(engine)
     with Session(engine) as s, s.begin():
         row = s.get(SchemaInfo, "version")
@@ -45,6 +46,25 @@ def _add_missing_columns(engine: Engine) -> None:
                 ddl = f'ALTER TABLE {table.name} ADD COLUMN "{col.name}" {col.type.compile(engine.dialect)}'
                 with engine.begin() as conn:
                     conn.execute(text(ddl))
+
+
+def _widen_strings(engine: Engine) -> None:
+    """A string column that a newer release made longer is widened in place on PostgreSQL, which enforces
+    VARCHAR lengths (SQLite ignores them). Widening keeps every value."""
+    if engine.dialect.name != "postgresql":
+        return
+    insp = inspect(engine)
+    for table in Base.metadata.sorted_tables:
+        if not insp.has_table(table.name):
+            continue
+        lengths = {c["name"]: getattr(c["type"], "length", None) for c in insp.get_columns(table.name)}
+        for col in table.columns:
+            want, have = getattr(col.type, "length", None), lengths.get(col.name)
+            if isinstance(col.type, String) and want and have and have < want:
+                with engine.begin() as conn:
+                    conn.execute(
+                        text(f'ALTER TABLE {table.name} ALTER COLUMN "{col.name}" TYPE VARCHAR({want})')
+                    )
 
 
 def _drop_retired_columns(engine: Engine) -> None:

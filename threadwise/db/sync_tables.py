@@ -34,7 +34,7 @@ class SyncedSpaceRow(Base):
     exclude_labels: Mapped[list[str]] = mapped_column(JSON, default=list)
     name: Mapped[str] = mapped_column(String(255), default="")
     added_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
-    added_by: Mapped[str] = mapped_column(String(64), default="")
+    added_by: Mapped[str] = mapped_column(String(255), default="")
     enabled: Mapped[bool] = mapped_column(Boolean, default=True)
 
 
@@ -92,5 +92,5 @@ class ChannelSpacesRow(Base):
     """A channel limited to some spaces (the paper's domain). No rows for a channel: all synced spaces."""
 
     __tablename__ = "channel_spaces"
-    channel: Mapped[str] = mapped_column(String(64), primary_key=True)
+    channel: Mapped[str] = mapped_column(String(255), primary_key=True)
     space: Mapped[str] = mapped_column(String(255), primary_key=True)
