@@ -261,12 +261,36 @@ def test_slight_changes_only_get_a_caveat() -> None:
 
 def test_lower_temperature_sharpens_the_distribution() -> None:
     evidences = sources(FILLERS[0], ANSWER_TEXT, FILLERS[2])
-    answerer = KeywordAnswerer("TPM")
+    # every removal changes the answer, the middle one most
+    replies = {
+        "p1:1": [f"{ANSWER_TEXT} (TPM)"],
+        "p2:2": [NOT_FOUND],
+        "p3:3": [f"{ANSWER_TEXT} Nightly jobs run too."],
+    }
     shares = {
-        t: explain_own_answer(answerer, evidences, temperature=t).evidence_shares for t in (0.05, 0.2, 1.0)
+        t: explain(
+            QUESTION,
+            Answer(text=ANSWER_TEXT),
+            evidences,
+            answerer=ScriptedAnswerer(evidences, replies),
+            repeats=1,
+            embedder=HashEmbedder(),
+            temperature=t,
+        ).evidence_shares
+        for t in (0.05, 0.2, 1.0)
     }
     assert shares[0.05][1] > shares[0.2][1] > shares[1.0][1] > 1 / 3
     assert all(int(np.argmax(s)) == 1 for s in shares.values())
+    assert all(min(s) > 0 for s in shares.values())
+
+
+def test_a_cluster_whose_removal_changed_nothing_gets_zero() -> None:
+    evidences = sources(*FILLERS[:3], ANSWER_TEXT, FILLERS[3])
+    expl = explain_own_answer(KeywordAnswerer("TPM"), evidences)
+    assert expl.evidence_shares == pytest.approx((0.0, 0.0, 0.0, 1.0, 0.0))
+    unchanged = [c for c in expl.clusters if c.positions != (4,)]
+    assert len(unchanged) == 4 and all(c.scored and c.contribution == 0.0 for c in unchanged)
+    assert not expl.degenerate and expl.pages[0].page_id == "p4"
 
 
 def test_naive_baseline_follows_similarity_to_the_answer() -> None:

@@ -7,7 +7,9 @@ whose removal changes the answer a lot contributed a lot.
    without its page context), so duplicates are removed together; noise points are clusters of their own.
 2. For each cluster i and repeat j = 1..m: a_ij = answer(q, E without cluster i);
    s_ij = cosine(embed(q + " " + a), embed(q + " " + a_ij)).
-3. Contribution c_i = 1 - mean_j s_ij; attribution = softmax(c_i / t) over the clusters.
+3. Contribution c_i = 1 - mean_j s_ij; attribution = softmax(c_i / t) over the clusters whose removal changed
+   the answer (c_i > 0); a cluster that changed nothing gets 0 (with the softmax over all clusters, six such
+   clusters each showed 8% beside the one that mattered).
    Each evidence reports its cluster's share; the page roll-up splits a cluster's share evenly over its
    evidences and sums by page, so pages add up to 1.
 4. Naive baseline (the paper's comparison): softmax(cosine(embed(a), embed(evidence)) / t_naive), the
@@ -247,8 +249,11 @@ def explain(
     # rounded, so that float32 noise between equal answers does not decide ties (the naive score does)
     contributions = {i: round(max(0.0, 1.0 - float(np.mean(s))), 6) for i, s in similarities.items() if s}
     scored = sorted(contributions)
-    shares = dict(zip(scored, softmax([contributions[i] for i in scored], temperature), strict=True))
     degenerate = bool(scored) and len(groups) > 1 and all(contributions[i] < UNCHANGED for i in scored)
+    # A cluster whose removal left the answer unchanged caused nothing: it gets 0, and the softmax runs over
+    # the clusters that did change it (when none did, the shares stay even and the note says why).
+    changed = scored if degenerate or len(groups) == 1 else [i for i in scored if contributions[i] >= UNCHANGED]
+    shares = dict(zip(changed, softmax([contributions[i] for i in changed], temperature), strict=True))
 
     clusters = []
     for i, group in enumerate(groups):
