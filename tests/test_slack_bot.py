@@ -395,7 +395,7 @@ def test_rate_limits_are_waited_out(run: Running) -> None:
 def test_not_found_is_said_plainly(run: Running) -> None:
     ts = mention(run, "<@UBOT> what is the airspeed velocity of an unladen swallow?")
     reply = wait_answers(run, "C1", ts)[0]
-    assert "couldn't find the answer" in text_of(reply)
+    assert "couldn't find this in the synced pages" in text_of(reply)
 
 
 # -- buttons -----------------------------------------------------------------------------------------------

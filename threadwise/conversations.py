@@ -70,6 +70,15 @@ class TurnView:
         return [by_number[n] for n in self.cited if n in by_number]
 
 
+def page_groups(sources: Sequence[SourceView]) -> list[tuple[list[int], SourceView]]:
+    """Sources grouped by page, in the order given: ([1, 3], first source of that page). Every front end lists
+    sources this way, so a page retrieved five times is named once."""
+    groups: dict[str, tuple[list[int], SourceView]] = {}
+    for s in sources:
+        groups.setdefault(s.page_id or s.url or s.title, ([], s))[0].append(s.number)
+    return list(groups.values())
+
+
 @dataclass(frozen=True)
 class ExplainView:
     turn_id: int

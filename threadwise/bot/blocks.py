@@ -13,9 +13,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from threadwise.bot.mrkdwn import escape, link, markdown_to_mrkdwn, slack_date, split_mrkdwn, truncate
-from threadwise.conversations import ExplainView, SourceView, TurnView
+from threadwise.conversations import ExplainView, SourceView, TurnView, page_groups
 from threadwise.core.answer.citations import rewrite_citations, strip_citations
 from threadwise.core.attribute.explanation import ClusterAttribution, Explanation, share_bar
+from threadwise.core.types import NOT_FOUND_PLAIN
 
 Message = dict[str, Any]
 Block = dict[str, Any]
@@ -85,14 +86,6 @@ def answer_mrkdwn(turn: TurnView) -> str:
     return rewrite_citations(body, cite, n_sources=max(by_number, default=0), separator="")
 
 
-def page_groups(sources: Sequence[SourceView]) -> list[tuple[list[int], SourceView]]:
-    """Sources grouped by page, in the order given: ([1, 3], first source of that page)."""
-    groups: dict[str, tuple[list[int], SourceView]] = {}
-    for s in sources:
-        groups.setdefault(s.page_id or s.url or s.title, ([], s))[0].append(s.number)
-    return list(groups.values())
-
-
 def source_lines(sources: Sequence[SourceView]) -> str:
     """One compact line per page: "[1, 3] <url|Title> · SPACE · updated 3 May 2024"."""
     groups = page_groups(sources)
@@ -111,7 +104,7 @@ def source_lines(sources: Sequence[SourceView]) -> str:
 
 
 def _not_found_mrkdwn(turn: TurnView) -> str:
-    text = ":mag: I couldn't find the answer to this in the Confluence pages I know."
+    text = f":mag: {NOT_FOUND_PLAIN}"
     closest = [s for _, s in page_groups(turn.sources)[:3]]
     if closest:
         text += "\nClosest pages I looked at: " + ", ".join(link(s.url, s.title or s.label) for s in closest)

@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from threadwise.connectors.files import SAMPLE_WIKI_DIR
-from threadwise.conversations import TurnView
+from threadwise.conversations import TurnView, page_groups
+from threadwise.core.types import NOT_FOUND_PLAIN
 from threadwise.db.conversations import ThreadKey
 from threadwise.index.indexer import IndexReport
 from threadwise.wiring import Threadwise
@@ -102,21 +103,35 @@ def use_docs(app: Threadwise, docs: Path | None) -> Threadwise:
 
 
 def render_turn(view: TurnView) -> str:
-    lines = [view.answer, ""]
+    """The answer, then its sources grouped by page (cited pages first, then the other pages retrieved)."""
+    groups = page_groups(view.sources)
+    cited_pages = {s.page_id for s in view.cited_sources}
+    if view.not_found:
+        lines = [NOT_FOUND_PLAIN]
+        if groups:
+            lines.append("Closest pages: " + "; ".join(f"{_numbers(n)} {s.title}" for n, s in groups[:3]))
+        lines.append("")
+    else:
+        lines = [view.answer, ""]
     if view.completed_question and view.completed_question != view.question:
         lines.insert(0, f"(understood as: {view.completed_question})\n")
-    cited = view.cited_sources
-    others = [s for s in view.sources if not s.cited]
-    if cited:
+    if view.cited_sources and not view.not_found:
         lines.append("Sources:")
-        for s in cited:
-            lines.append(f"  [{s.number}] {s.label} — {s.space} — {s.url}")
+        for numbers, s in page_groups(view.cited_sources):
+            lines.append(f"  {_numbers(numbers)} {s.title or s.label} — {s.space} — {s.url}")
             snippet = " ".join(s.text.split())
             lines.append(f"      “{snippet[:200]}{'…' if len(snippet) > 200 else ''}”")
-    if others:
-        lines.append("Also retrieved: " + "; ".join(f"[{s.number}] {s.label}" for s in others[:5]))
+    others = [(n, s) for n, s in groups if s.page_id not in cited_pages]
+    if others and not view.not_found:
+        lines.append(
+            "Also retrieved: " + "; ".join(f"{_numbers(n)} {s.title or s.label}" for n, s in others[:5])
+        )
     lines.append(f"(turn {view.turn_id}; /explain, /trace, /new, /quit)")
     return "\n".join(lines)
+
+
+def _numbers(numbers: list[int]) -> str:
+    return "[" + ", ".join(map(str, numbers)) + "]"
 
 
 # ----- commands -----

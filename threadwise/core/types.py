@@ -201,6 +201,10 @@ class Completion:
 # The paper's out-of-scope sentence. Answerers say exactly this when the evidence does not hold the answer.
 NOT_FOUND = "The desired information cannot be found in the retrieved pool of evidence."
 NOT_FOUND_DE = "Die gewünschte Information ist in den gefundenen Quellen nicht enthalten."
+# What people read when the answer is not in the wiki (the extractive answerer says it, the front ends show it),
+# followed by the closest pages.
+NOT_FOUND_PLAIN = "I couldn't find this in the synced pages."
+NOT_FOUND_PLAIN_DE = "Ich habe dazu nichts in den synchronisierten Seiten gefunden."
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,8 @@
 
 Sources are numbered from 1 in the order the evidences were put into the prompt. A model sometimes cites a
 number that was never given; such numbers are dropped, never shown as a broken link.
-Also here: recognising the out-of-scope sentence, in English or German, tolerating small wording drift.
+Also here: recognising the out-of-scope sentence, in English or German, tolerating small wording drift: the
+paper's sentence (what the LLM prompt asks for) and the plain one the extractive answerer says.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from threadwise.core.types import NOT_FOUND, NOT_FOUND_DE
+from threadwise.core.types import NOT_FOUND, NOT_FOUND_DE, NOT_FOUND_PLAIN, NOT_FOUND_PLAIN_DE
 
 _WORD = r"(?:sources?|quellen?|src)\s*[:#]?\s*"
 _JOIN = r"\s*(?:[-–—]|,|;|&|\band\b|\bund\b)\s*"
@@ -86,6 +87,9 @@ _WHERE = r"\b(evidence|evidences|sources?|pool|context|documents?|passages?|quel
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 
 
+_KNOWN_NOT_FOUND = (NOT_FOUND, NOT_FOUND_DE, NOT_FOUND_PLAIN, NOT_FOUND_PLAIN_DE)
+
+
 def _normalized(text: str) -> str:
     return " ".join(text.lower().replace("’", "'").split())
 
@@ -93,7 +97,7 @@ def _normalized(text: str) -> str:
 def is_not_found_sentence(sentence: str) -> bool:
     """Whether one sentence says that the sources do not hold the answer (English or German, wording may drift)."""
     s = _normalized(sentence)
-    if _normalized(NOT_FOUND).rstrip(".") in s or _normalized(NOT_FOUND_DE).rstrip(".") in s:
+    if any(_normalized(known).rstrip(".") in s for known in _KNOWN_NOT_FOUND):
         return True
     if len(s.split()) > 30:
         return False
