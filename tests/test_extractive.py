@@ -6,14 +6,10 @@ import threading
 
 import pytest
 
-from threadwise.core.answer.extractive import (
-    ExtractiveAnswerer,
-    expected_answer_type,
-    has_answer_type,
-    is_german,
-)
-from threadwise.core.answer.spans import list_items, split_sentences, verbalized_cells
-from threadwise.core.types import NOT_FOUND, NOT_FOUND_DE, Evidence, EvidenceKind
+from threadwise.core.answer.extractive import ExtractiveAnswerer
+from threadwise.core.answer.question import expected_answer_type, has_answer_type, is_german, question_parts
+from threadwise.core.answer.spans import list_items, split_sentences, table_headers, verbalized_cells
+from threadwise.core.types import NOT_FOUND_PLAIN, NOT_FOUND_PLAIN_DE, Evidence, EvidenceKind
 from threadwise.models.embedders import UniversalSentenceEncoder
 
 
@@ -84,7 +80,9 @@ UNRELATED = evidence(
 
 def test_picks_the_sentence_that_answers_from_a_passage(answerer: ExtractiveAnswerer) -> None:
     answer = answerer.answer("What is the recommended build host for OpenXT?", [BUILD_PASSAGE, UNRELATED])
-    assert answer.text == "The recommended build host is a 64-bit installation of Debian Jessie. [Source 1]"
+    # the sentence that answers, with its neighbours as context, in the page's order; only the answering source
+    assert "The recommended build host is a 64-bit installation of Debian Jessie." in answer.text
+    assert answer.text.endswith("[Source 1]") and "Community call" not in answer.text
     assert answer.cited == (1,)
     assert not answer.not_found
     assert answer.answerer == "extractive"
@@ -92,28 +90,32 @@ def test_picks_the_sentence_that_answers_from_a_passage(answerer: ExtractiveAnsw
 
 def test_picks_the_list_item_with_its_parent(answerer: ExtractiveAnswerer) -> None:
     answer = answerer.answer("What colour is the XT shield after a successful install?", [INSTALL_LIST])
-    assert answer.text.startswith("Success: At the bottom-right corner, the XT shield is green.")
+    assert (
+        "Success: The platform reboots to the UIVM; At the bottom-right corner, the XT shield is green"
+        in (answer.text)
+    )
     assert answer.text.endswith("[Source 1]")
 
 
 def test_renders_the_relevant_cells_of_a_table_row(answerer: ExtractiveAnswerer) -> None:
     answer = answerer.answer("Which BIOS version did the Dell OptiPlex 7040 use?", ROWS)
     first = answer.text.split(" [Source")[0]
-    assert first == "Platform: Dell OptiPlex 7040; BIOS: 1.14.0"
+    assert first == "Platform: Dell OptiPlex 7040; BIOS: 1.14.0; TPM: 1.2; Build: 6662; Install: Fail"
     assert "[Source 2]" in answer.text
     assert answer.cited[0] == 2
 
 
 def test_cites_the_position_of_the_evidence_that_holds_the_answer(answerer: ExtractiveAnswerer) -> None:
     answer = answerer.answer("What is the recommended build host for OpenXT?", [UNRELATED, BUILD_PASSAGE])
-    assert answer.text == "The recommended build host is a 64-bit installation of Debian Jessie. [Source 2]"
-    assert answer.cited == (2,)
+    assert "The recommended build host is a 64-bit installation of Debian Jessie." in answer.text
+    assert answer.cited[0] == 2
 
 
 def test_german_question_over_english_evidence(answerer: ExtractiveAnswerer) -> None:
     question = "Wie lange dauert ein vollständiger Build auf einer Maschine mit acht Kernen?"
     answer = answerer.answer(question, [BUILD_PASSAGE, UNRELATED])
-    assert answer.text == "A full build takes about four hours on a machine with eight cores. [Source 1]"
+    assert "A full build takes about four hours on a machine with eight cores." in answer.text
+    assert answer.text.endswith("(Zitat aus einer englischen Seite) [Source 1]")
 
 
 def test_german_question_picks_the_list_item(answerer: ExtractiveAnswerer) -> None:
@@ -124,19 +126,20 @@ def test_german_question_picks_the_list_item(answerer: ExtractiveAnswerer) -> No
 def test_out_of_scope_question_is_not_found(answerer: ExtractiveAnswerer) -> None:
     answer = answerer.answer("What is the capital of France?", [BUILD_PASSAGE, INSTALL_LIST, *ROWS])
     assert answer.not_found
-    assert answer.text == NOT_FOUND
+    assert answer.text.startswith(NOT_FOUND_PLAIN)
+    assert "The closest pages: OpenXT Build Guide; OpenXT Measurement Test" in answer.text
     assert answer.cited == ()
 
 
 def test_out_of_scope_german_question_says_so_in_german(answerer: ExtractiveAnswerer) -> None:
     answer = answerer.answer("Wie wird das Wetter morgen in Berlin?", [BUILD_PASSAGE, INSTALL_LIST])
     assert answer.not_found
-    assert answer.text == NOT_FOUND_DE
+    assert answer.text.startswith(NOT_FOUND_PLAIN_DE + " Am nächsten kamen: OpenXT Build Guide")
 
 
 def test_no_evidence_is_not_found(answerer: ExtractiveAnswerer) -> None:
-    assert answerer.answer("What is the recommended build host?", []).text == NOT_FOUND
-    assert answerer.answer("Welcher Build-Host wird empfohlen?", []).text == NOT_FOUND_DE
+    assert answerer.answer("What is the recommended build host?", []).text == NOT_FOUND_PLAIN
+    assert answerer.answer("Welcher Build-Host wird empfohlen?", []).text == NOT_FOUND_PLAIN_DE
 
 
 def test_threshold_is_a_parameter() -> None:
@@ -225,7 +228,7 @@ def test_a_heading_that_repeats_the_question_is_not_the_answer(answerer: Extract
         title="TBOOT",
     )
     answer = answerer.answer("What is TBOOT?", [faq])
-    assert answer.text.startswith("TBOOT is the reference program from Intel")
+    assert answer.text.startswith("TBOOT is the reference program from Intel") and "?" not in answer.text
 
 
 def test_when_questions_prefer_the_sentence_with_a_date(answerer: ExtractiveAnswerer) -> None:
@@ -258,3 +261,45 @@ def test_answer_type_patterns() -> None:
     assert has_answer_type("number", "two techniques")
     assert has_answer_type("person", "Owned by Rich Persaud")
     assert not has_answer_type("person", "The Board decides monthly")
+
+
+def test_a_failure_row_comes_after_the_row_that_passed_and_says_so(answerer: ExtractiveAnswerer) -> None:
+    failed = row(0, "Lenovo ThinkPad T14 Gen 3", "1.42", "2.0", "Fail")
+    passed = row(1, "Lenovo ThinkPad T14 Gen 3", "1.45", "2.0", "Pass")
+    answer = answerer.answer("Which BIOS does the Lenovo ThinkPad T14 Gen 3 need?", [failed, passed])
+    assert answer.text.index("1.45") < answer.text.index("The same table also records a failure:")
+    assert answer.text.index("The same table also records a failure:") < answer.text.index("1.42")
+    # a question about the failure gets the failure row first, unlabelled
+    about = answerer.answer("Which BIOS failed on the Lenovo ThinkPad T14 Gen 3?", [failed, passed])
+    assert (
+        about.text.startswith("Platform: Lenovo ThinkPad T14 Gen 3; BIOS: 1.42")
+        and "records a failure" not in about.text
+    )
+
+
+def test_a_two_part_question_gets_a_unit_for_each_part(answerer: ExtractiveAnswerer) -> None:
+    assert question_parts("Who gets paged for a SEV2 incident, and how quickly do they have to respond?") == [
+        "Who gets paged for a SEV2 incident",
+        "how quickly do they have to respond",
+    ]
+    assert question_parts("Which BIOS and TPM did the Dell 7040 use?") == [
+        "Which BIOS and TPM did the Dell 7040 use?"
+    ]
+
+
+def test_an_intro_at_the_end_of_an_evidence_is_completed_by_the_next_evidence(
+    answerer: ExtractiveAnswerer,
+) -> None:
+    intro = evidence("The platform provides these properties:", title="Platform", position=3)
+    items = evidence("- Verified launch\n- Measured boot", kind="list", title="Platform", position=4)
+    answer = answerer.answer("Which properties does the platform provide?", [intro, items])
+    assert "these properties: Verified launch; Measured boot" in answer.text
+
+
+def test_verbalized_headers_that_contain_is_are_read_back_whole() -> None:
+    lines = [
+        "Row 1 in Table 1: Severity is SEV1, and Who is paged is Primary and secondary",
+        "Row 2 in Table 1: Severity is SEV2, and Who is paged is Primary",
+    ]
+    headers = table_headers(lines)
+    assert verbalized_cells(lines[1], headers) == (("Severity", "SEV2"), ("Who is paged", "Primary"))

@@ -1,68 +1,58 @@
-"""The embedded offline answerer: picks the shortest span of the top evidences that answers, and cites it.
+"""The embedded offline answerer: ranks the candidate units of the top evidences and quotes the best one as a
+whole fact, cited.
 
-No LLM. Candidate spans are the sentences of passages, the items of lists (a nested item keeps its parent), and
-the rows of tables (rendered "Column: value; Column: value" with only the cells that matter). Each span is
-scored by the cosine between the question's and the span's embeddings (one batch call to the injected
-`Embedder`, which must be multilingual for German questions over English pages), plus lexical overlap with the
-question, plus a prior for the evidence's retrieval rank: the top evidence is usually the right one, so a lower
-ranked span has to be clearly better to win.
+No LLM. Candidate units are the sentences of passages, the items of lists (a nested item keeps its parent),
+and the rows of tables. Each is scored by features measured on the ConfQuestions dev split: the cosine between
+the question's and the unit's embeddings (one batch call to the injected multilingual `Embedder`), lexical
+overlap with the question, a prior for the evidence's retrieval rank, whether the unit holds what the wh-word
+asks for (a date for "when"), and a penalty for units that only echo the question.
 
-Whether to answer at all is a separate, simpler judgement: the confidence is the best span's cosine plus the
-share of the question's terms that its evidence's contextualized text (page title, headings, text) contains.
-A question the wiki does not cover may share a word or two with some sentence, but rarely its page's topic.
-Under `min_confidence` the answerer says the out-of-scope sentence, in the question's language.
+The best unit is then quoted with what qualifies it (see `compose.py`): a row with its column names, a
+sentence with its neighbours, an item with its parent and siblings, up to a word budget; a question that asks
+several things gets the best unit for each part; a failure row is said to be one, next to a passing row of
+the same thing; a quote from a page in another language than the question says which language it is.
+
+Whether to answer at all is a separate judgement: the confidence is the best unit's cosine plus the share of
+the question's terms that its evidence's contextualized text contains. Under `min_confidence` the answer says,
+in plain words and the question's language, that the synced pages do not hold it, and names the closest pages.
 """
 
 from __future__ import annotations
 
-import re
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Literal
 
 import numpy as np
 
-from threadwise.core.answer.spans import Span, candidate_spans, clip, render_cells
+from threadwise.core.answer.compose import Piece, compose, render
+from threadwise.core.answer.question import expected_answer_type, has_answer_type, is_german, question_parts
+from threadwise.core.answer.spans import Span, candidate_spans, clip
+from threadwise.core.language import evidence_is_german
 from threadwise.core.protocols import Embedder
 from threadwise.core.retrieve.tokenize import tokenize
-from threadwise.core.types import NOT_FOUND, NOT_FOUND_DE, Answer, Evidence
+from threadwise.core.types import NOT_FOUND_PLAIN, NOT_FOUND_PLAIN_DE, Answer, Evidence
 
-# --- language -------------------------------------------------------------------------------------------------
-
-# Frequent function words that exist in one language only ("was", "in", "an", "so" are in both and left out).
-_EN_WORDS = frozenset(
-    "the a of is are what which who how does did do to for with and were has have this that when where why "
-    "there their be been any used can should".split()
-)
-_DE_WORDS = frozenset(
-    "der die das den dem des ein eine einer einem einen und ist sind wurde wurden welche welcher welches "
-    "welchen wer wie wo wann warum mit von für zu zum zur im auf bei nach über gibt es hat haben nicht auch "
-    "noch nur dass oder werden wird kann können sich diese dieser dieses ich wir ihr".split()
-)
-_WORD = re.compile(r"\w+", re.UNICODE)
+MAX_CLOSEST_PAGES = 3
 
 
-def is_german(text: str) -> bool:
-    """Cheap language guess from function words (umlauts and ß break a tie)."""
-    words = [w.lower() for w in _WORD.findall(text)]
-    de = sum(w in _DE_WORDS for w in words)
-    en = sum(w in _EN_WORDS for w in words)
-    if de != en:
-        return de > en
-    return bool(re.search(r"[äöüß]", text.lower()))
+def not_found_answer(
+    question: str, evidences: Sequence[Evidence] = (), *, answerer: str = "extractive"
+) -> Answer:
+    """The plain "not in the synced pages" answer, in the question's language, naming the closest pages."""
+    german = is_german(question)
+    text = NOT_FOUND_PLAIN_DE if german else NOT_FOUND_PLAIN
+    titles = list(dict.fromkeys(e.page_title for e in evidences if e.page_title))[:MAX_CLOSEST_PAGES]
+    if titles:
+        text += (" Am nächsten kamen: " if german else " The closest pages: ") + "; ".join(titles) + "."
+    return Answer(text=text, not_found=True, answerer=answerer)
 
 
-def not_found_answer(question: str, *, answerer: str = "extractive") -> Answer:
-    """The out-of-scope answer, in the language of the question."""
-    return Answer(text=NOT_FOUND_DE if is_german(question) else NOT_FOUND, not_found=True, answerer=answerer)
+# --- scoring features -----------------------------------------------------------------------------------------
 
 
-# --- scoring --------------------------------------------------------------------------------------------------
-
-
-def _weights(terms: Sequence[str]) -> dict[str, float]:
+def weights(terms: Sequence[str]) -> dict[str, float]:
     """Question terms and their weights: numbers, versions and issue keys identify things, so they count double."""
     return {t: (2.0 if any(c.isdigit() for c in t) else 1.0) for t in terms}
 
@@ -77,61 +67,15 @@ def lexical_overlap(question_terms: dict[str, float], text: str) -> float:
 
 
 def _echoes(question_terms: dict[str, float], text: str) -> bool:
-    """A span that is itself a question, or says nothing the question does not, cannot be the answer."""
+    """A unit that is itself a question, or says nothing the question does not, cannot be the answer."""
     return text.rstrip().endswith("?") or not set(tokenize(text)) - question_terms.keys()
-
-
-def _term_share(question_terms: dict[str, float], text: str) -> float:
-    """Share of `text`'s own terms that the question mentions: how much a table header or value is asked about."""
-    terms = set(tokenize(text))
-    return len(terms & question_terms.keys()) / len(terms) if terms else 0.0
-
-
-# --- expected answer type: "when" wants a date, "how many" a number, "who" a name ----------------------------
-
-AnswerType = Literal["date", "number", "person"]
-_TYPE_CUES: tuple[tuple[re.Pattern[str], AnswerType], ...] = (
-    (
-        re.compile(
-            r"^\s*(?:when|since when|wann|seit wann)\b|\b(?:what|which) (?:date|day|year|month)\b", re.I
-        ),
-        "date",
-    ),
-    (re.compile(r"\b(?:how (?:many|much|long|often)|wie (?:viele?|lange|oft))\b", re.I), "number"),
-    (re.compile(r"^\s*(?:who|whom|whose|wer|wem|wen|wessen)\b|\bby whom\b|\bvon wem\b", re.I), "person"),
-)
-_MONTHS = "jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec|januar|februar|märz|mai|juni|juli|oktober|dezember"
-_DATE = re.compile(
-    rf"\b(?:{_MONTHS})[a-z]*\.?\s+\d{{1,2}}\b|\b\d{{1,2}}(?:st|nd|rd|th)?\.?\s+(?:of\s+)?(?:{_MONTHS})[a-z]*\b"
-    r"|\b(?:19|20)\d\d\b|\b\d{1,4}[-/.]\d{1,2}[-/.]\d{1,4}\b",
-    re.I,
-)
-_NUMBER = re.compile(
-    r"\b\d+\b|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|twelve|once|twice)\b", re.I
-)
-_NAME = re.compile(
-    r"\b(?!(?:The|This|That|These|Those|A|An|In|On|At|For|If|It|All|Each|Der|Die|Das|Ein|Eine)\b)"
-    r"[A-Z][a-z]+ [A-Z][a-z]+\b"
-)
-
-
-def expected_answer_type(question: str) -> AnswerType | None:
-    """What kind of thing the question asks for, from its wh-word (English or German); None when unclear."""
-    return next((kind for cue, kind in _TYPE_CUES if cue.search(question)), None)
-
-
-def has_answer_type(kind: AnswerType, text: str) -> bool:
-    """Whether `text` holds something of that kind (a date, a number, a First Last name)."""
-    pattern = {"date": _DATE, "number": _NUMBER, "person": _NAME}[kind]
-    return bool(pattern.search(text))
 
 
 @dataclass(frozen=True)
 class Scored:
     span: Span
-    score: float  # for ranking spans: cosine, overlap, rank prior, bonuses
-    text: str  # the rendered answer text (a row shows only its chosen cells)
-    cosine: float = 0.0  # question-span cosine alone
+    score: float  # for ranking units: cosine, overlap, rank prior, bonuses
+    cosine: float = 0.0  # question-unit cosine alone
 
 
 @dataclass(kw_only=True)
@@ -139,38 +83,38 @@ class ExtractiveAnswerer:
     """Extractive answers over the top evidences; deterministic and safe to call from several threads.
 
     Built with keyword arguments only; everything but `embedder` has a default tuned on the dev split:
-    - `embedder`: multilingual sentence embedder; all candidate spans are embedded in one batch call.
+    - `embedder`: multilingual sentence embedder; all candidate units are embedded in one batch call.
     - `top_evidences`: how many of the ranked evidences to quote from.
-    - `min_confidence`: the not-found threshold on `confidence()` (best span's cosine + share of the question's
-      terms in its evidence's context, 0..2); calibrated so that ~3% of the dev split's (answerable)
-      questions fall under it.
+    - `min_confidence`: the not-found threshold on `confidence()` (best unit's cosine + share of the question's
+      terms in its evidence's context, 0..2).
     - `rank_penalty`: subtracted per retrieval rank, so the top evidence wins unless another is clearly better.
-    - `combine_margin` / `max_spans`: runners-up within this margin of the best join the answer (up to
-      `max_spans` spans and `max_answer_words` words).
-    - `type_bonus`: for a span holding what the wh-word asks for (a date for "when", a number for "how many").
-    - `echo_penalty`: for spans that are questions or only repeat the question's terms.
-    - `max_cells`: a row shows its identifying cells plus at most this many asked-about cells.
+    - `type_bonus`: for a unit holding what the wh-word asks for (a date for "when", a number for "how many").
+    - `echo_penalty`: for units that are questions or only repeat the question's terms.
+    - `budget_words`: the answer's length; the best unit is quoted whole and its context fills the rest.
+    - `second_margin`: a unit of another evidence joins the answer when it scores within this of the best.
     - `max_candidates` / `max_per_evidence` / `max_embed_words`: caps on what one call embeds (latency): an
-      evidence with more spans keeps those with most lexical overlap; a long span is embedded by its start.
+      evidence with more units keeps those with most lexical overlap; a long unit is embedded by its start.
     """
 
     embedder: Embedder
-    top_evidences: int = 3
-    min_confidence: float = 0.55
-    # dev split: 0.06 -> 0.25 raised EN token F1 0.188 -> 0.196 and the DE cited page's gold rate 0.754 -> 0.776
-    rank_penalty: float = 0.25
+    top_evidences: int = 4
+    # dev split (completed/conversational x EN/DE): 0.55 refused 0.7-12.7% of the (answerable) questions, 0.4
+    # 0-5.3%, 0.3 0-3.3% with recall equal or higher; "What is the capital of France?" stays refused
+    min_confidence: float = 0.3
+    rank_penalty: float = 0.25  # dev split: 0.1 lost 0.01-0.03 token recall in all four settings
     lexical_weight: float = 1.0
-    combine_margin: float = 0.05
-    max_spans: int = 2
     type_bonus: float = 0.1
     echo_penalty: float = 1.0
+    # dev split: budget 45 -> 60 with margin 0.05 -> 0.3 raised completed EN token recall 0.461 -> 0.496 and
+    # conversational DE 0.234 -> 0.283 at median answers of 36-50 words
+    budget_words: int = 60
+    second_margin: float = 0.3
+    max_pieces: int = 2
     max_span_words: int = 45
-    max_answer_words: int = 45
-    max_cells: int = 3
     max_candidates: int = 24
     max_embed_words: int = 30
     max_per_evidence: int = 8
-    cache_size: int = 4096  # span embeddings kept for reuse
+    cache_size: int = 4096  # unit embeddings kept for reuse
     name: str = "extractive"
     deterministic: bool = True
     _cache: OrderedDict[str, np.ndarray] = field(default_factory=OrderedDict, init=False, repr=False)
@@ -180,17 +124,49 @@ class ExtractiveAnswerer:
         self.embedder.warm_up()
 
     def answer(self, question: str, evidences: Sequence[Evidence]) -> Answer:
-        ranked = self.score_spans(question, evidences)
-        if not ranked or self.confidence(question, evidences, ranked[0]) < self.min_confidence:
-            return not_found_answer(question, answerer=self.name)
-        chosen = [self._complete_intro(s, ranked) for s in self._combine(ranked)]
-        return _render(chosen, answerer=self.name)
+        parts = question_parts(question)
+        ranked = self.score_spans(question, evidences, parts=parts)
+        if not ranked or self.confidence(question, evidences, ranked[0][0]) < self.min_confidence:
+            return not_found_answer(question, evidences, answerer=self.name)
+        pieces = self._choose(ranked)
+        text = compose(
+            pieces,
+            evidences,
+            question_terms=weights(tokenize(question)),
+            budget=self.budget_words,
+            german=is_german(question),
+            question=question,
+        )
+        return render(text, answerer=self.name)
 
     @staticmethod
     def confidence(question: str, evidences: Sequence[Evidence], best: Scored) -> float:
-        """How sure we are that the evidences answer the question at all (0..2): see the module docstring."""
-        coverage = lexical_overlap(_weights(tokenize(question)), evidences[best.span.source].context_text)
+        """How sure we are that the evidences answer the question at all (0..2): see the module docstring.
+        Words cannot match across languages, so for an evidence in another language the cosine stands in."""
+        evidence = evidences[best.span.source]
+        coverage = lexical_overlap(weights(tokenize(question)), evidence.context_text)
+        if evidence_is_german(evidence) != is_german(question):
+            coverage = max(coverage, best.cosine)
         return best.cosine + coverage
+
+    def _choose(self, ranked: list[list[Scored]]) -> list[Piece]:
+        """The best unit of each part of the question; for a one-part question, also a close runner-up
+        from another evidence (several rows or pages often answer together)."""
+        pieces: list[Piece] = []
+        for part in ranked:
+            best = part[0]
+            if not any(p.span == best.span for p in pieces):
+                pieces.append(Piece(best.span))
+        best = ranked[0][0]
+        sources = {p.span.source for p in pieces}
+        limit = self.max_pieces + len(ranked) - 1  # one more per further part of the question
+        for other in ranked[0][1:]:
+            if len(pieces) >= limit or best.score - other.score > self.second_margin:
+                break
+            if other.span.source not in sources:
+                pieces.append(Piece(other.span))
+                sources.add(other.span.source)
+        return pieces
 
     def _embed(self, texts: list[str]) -> np.ndarray:
         """Embed texts in one batch call, reusing recent vectors: Explain re-answers the same question over
@@ -208,7 +184,7 @@ class ExtractiveAnswerer:
         return np.stack([known[t] for t in texts])
 
     def _candidates(self, terms: dict[str, float], evidences: Sequence[Evidence]) -> list[Span]:
-        """Spans of the top evidences in rank order, capped so that embedding them stays fast."""
+        """Units of the top evidences in rank order, capped so that embedding them stays fast."""
         spans: list[Span] = []
         for source, evidence in enumerate(evidences[: self.top_evidences]):
             own = candidate_spans(evidence, source, max_words=self.max_span_words)
@@ -218,108 +194,53 @@ class ExtractiveAnswerer:
             spans.extend(own)
         return spans[: self.max_candidates]
 
-    def score_spans(self, question: str, evidences: Sequence[Evidence]) -> list[Scored]:
-        """The candidate spans of the top evidences, scored, best first (ties: higher rank, then reading order)."""
-        terms = _weights(tokenize(question))
-        wanted = expected_answer_type(question)
-        spans = self._candidates(terms, evidences)
+    def score_spans(
+        self, question: str, evidences: Sequence[Evidence], *, parts: Sequence[str] = ()
+    ) -> list[list[Scored]]:
+        """For each part of the question (the question itself when it asks one thing), the candidate units
+        scored against that part, best first (ties: higher rank, then reading order)."""
+        parts = list(parts) or [question]
+        spans = self._candidates(weights(tokenize(question)), evidences)
         if not spans or not question.strip():
             return []
-        # one batch: the question, every span, and each distinct table header (rows of a table share them)
-        headers = sorted({h for s in spans for h, _ in s.cells if h})
-        texts = list(
-            dict.fromkeys([question, *(clip(s.text, self.max_embed_words) for s in spans), *headers])
-        )
+        texts = list(dict.fromkeys([*parts, *(clip(s.text, self.max_embed_words) for s in spans)]))
         vectors = self._embed(texts)
-        cosine = dict(zip(texts, (vectors @ vectors[0]).tolist(), strict=True))
+        index = {t: i for i, t in enumerate(texts)}
+        german = is_german(question)
+        other_language = {s.source for s in spans if evidence_is_german(evidences[s.source]) != german}
+        return [
+            self._rank(part, spans, vectors, index, vectors[index[part]], other_language) for part in parts
+        ]
 
+    def _rank(
+        self,
+        part: str,
+        spans: list[Span],
+        vectors: np.ndarray,
+        index: dict[str, int],
+        query: np.ndarray,
+        other_language: set[int],
+    ) -> list[Scored]:
+        """Units scored against one part of the question. Words cannot match across languages: for a unit
+        of an evidence in another language than the question, the cosine stands in for the word overlap."""
+        terms = weights(tokenize(part))
+        wanted = expected_answer_type(part)
         scored = []
         for span in spans:
-            similarity = cosine[clip(span.text, self.max_embed_words)]
+            similarity = float(vectors[index[clip(span.text, self.max_embed_words)]] @ query)
+            overlap = lexical_overlap(terms, span.text)
+            if span.source in other_language:
+                overlap = max(overlap, similarity)
             score = (
                 similarity
-                + self.lexical_weight * lexical_overlap(terms, span.text)
+                + self.lexical_weight * overlap
                 - self.rank_penalty * span.source
                 - (self.echo_penalty if _echoes(terms, span.text) else 0.0)
                 + (self.type_bonus if wanted and has_answer_type(wanted, span.text) else 0.0)
             )
-            text = render_cells(self._pick_cells(terms, span.cells, cosine)) if span.cells else span.text
-            scored.append(Scored(span, score, text, similarity))
+            scored.append(Scored(span, score, similarity))
         scored.sort(key=lambda s: (-round(s.score, 6), s.span.source, s.span.order))
         return scored
-
-    def _pick_cells(
-        self, terms: dict[str, float], cells: Sequence[tuple[str, str]], cosine: dict[str, float]
-    ) -> list[tuple[str, str]]:
-        """The row's identifying cells (the first one, and any whose value the question names), plus the cells
-        whose column the question asks about (by header overlap and header cosine), in column order."""
-        if len(cells) <= 2:
-            return list(cells)
-        keep = {0} | {i for i, (_, value) in enumerate(cells) if _term_share(terms, value) >= 0.5}
-        relevance = {
-            i: _term_share(terms, header) + cosine.get(header, 0.0)
-            for i, (header, _) in enumerate(cells)
-            if i not in keep and header
-        }
-        if relevance:
-            best = max(relevance.values())
-            asked = sorted(
-                (i for i, r in relevance.items() if r >= best - 0.1), key=lambda i: (-relevance[i], i)
-            )
-            keep |= set(asked[: self.max_cells])
-        return [cells[i] for i in sorted(keep)]
-
-    def _combine(self, ranked: list[Scored]) -> list[Scored]:
-        """The best span, and runners-up of the same kind (rows with rows) that score nearly as well and fit
-        the word budget: 'which machines ...' is often answered by two rows, 'what are ...' by two items."""
-        best = ranked[0]
-        chosen = [best]
-        words = len(best.text.split())
-        for other in ranked[1:]:
-            if len(chosen) >= self.max_spans or best.score - other.score > self.combine_margin:
-                break
-            if bool(other.span.cells) != bool(best.span.cells) or any(other.text == c.text for c in chosen):
-                continue
-            if words + len(other.text.split()) > self.max_answer_words:
-                continue
-            chosen.append(other)
-            words += len(other.text.split())
-        return sorted(chosen, key=lambda s: (s.span.source, s.span.order))
-
-    def _complete_intro(self, chosen: Scored, ranked: list[Scored]) -> Scored:
-        """An intro ('It needs three things:') is completed by what follows it in the same evidence."""
-        if not chosen.span.is_intro:
-            return chosen
-        following = sorted(
-            (
-                s.span
-                for s in ranked
-                if s.span.source == chosen.span.source and s.span.order > chosen.span.order
-            ),
-            key=lambda span: span.order,
-        )
-        text, words = chosen.text.rstrip(), len(chosen.text.split())
-        parts: list[str] = []
-        for span in following:
-            piece = span.own or span.text
-            words += len(piece.split())
-            if parts and words > self.max_answer_words:
-                break
-            parts.append(piece.rstrip(";,. "))
-        if not parts:
-            return chosen
-        return Scored(chosen.span, chosen.score, text + " " + "; ".join(parts))
-
-
-def _render(chosen: list[Scored], *, answerer: str) -> Answer:
-    """Join the chosen spans, citing each source once after its last span."""
-    parts: list[str] = []
-    for k, item in enumerate(chosen):
-        text = item.text.rstrip()
-        last_of_source = k + 1 == len(chosen) or chosen[k + 1].span.source != item.span.source
-        parts.append(f"{text} [Source {item.span.source + 1}]" if last_of_source else text)
-    cited = tuple(dict.fromkeys(s.span.source + 1 for s in chosen))
-    return Answer(text=" ".join(parts), cited=cited, answerer=answerer)
 
 
 __all__ = ["ExtractiveAnswerer", "is_german", "not_found_answer"]

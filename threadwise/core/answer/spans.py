@@ -8,7 +8,8 @@ shield is green"), a table row its cells, and a whole table its rows (cells reco
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 from threadwise.core.types import Evidence
@@ -103,8 +104,10 @@ def candidate_spans(evidence: Evidence, source: int, *, max_words: int) -> list[
                 pieces.append((text, own))
     elif evidence.kind == "table":
         spans = []
-        for i, line in enumerate(x for x in evidence.text.splitlines() if x.strip()):
-            cells = verbalized_cells(line)
+        lines = [x for x in evidence.text.splitlines() if x.strip()]
+        headers = table_headers(lines)
+        for i, line in enumerate(lines):
+            cells = verbalized_cells(line, headers)
             spans.append(
                 Span(source, i, render_cells(cells), cells) if cells else Span(source, i, line.strip())
             )
@@ -120,16 +123,39 @@ def candidate_spans(evidence: Evidence, source: int, *, max_words: int) -> list[
 _VERBALIZED_ROW = re.compile(r"^Row \d+ in Table \d+:\s*")
 
 
-def verbalized_cells(line: str) -> tuple[tuple[str, str], ...]:
-    """Cells back from a verbalized table line ('Row 2 in Table 1: Member is Alice, and Task is X'); () if not one."""
+def verbalized_cells(line: str, headers: Collection[str] = ()) -> tuple[tuple[str, str], ...]:
+    """Cells back from a verbalized table line ('Row 2 in Table 1: Member is Alice, and Task is X'); () if not one.
+
+    A header may itself hold " is " ("Who is paged is Primary"): the longest split that gives one of `headers`
+    (the table's own, see `table_headers`) wins over the first " is "."""
     match = _VERBALIZED_ROW.match(line)
     if not match:
         return ()
     cells = []
     for part in line[match.end() :].split(", and "):
-        header, sep, value = part.partition(" is ")
-        cells.append((header.strip(), value.strip()) if sep else ("", part.strip()))
+        splits = _header_splits(part)
+        known = [(h, v) for h, v in splits if h in headers]
+        header, value = known[-1] if known else (splits or [("", part)])[0]
+        cells.append((header.strip(), value.strip()))
     return tuple(c for c in cells if c[1])
+
+
+def _header_splits(part: str) -> list[tuple[str, str]]:
+    """Every way to read 'A is B is C' as header and value: ('A', 'B is C'), ('A is B', 'C')."""
+    pieces = part.split(" is ")
+    return [(" is ".join(pieces[:k]), " is ".join(pieces[k:])) for k in range(1, len(pieces))]
+
+
+def table_headers(lines: Sequence[str]) -> set[str]:
+    """The column headers of a verbalized table: of the ways to split a cell, the header is the one that
+    the table's rows share (a value differs from row to row)."""
+    seen: Counter[str] = Counter()
+    for line in lines:
+        match = _VERBALIZED_ROW.match(line)
+        if match:
+            for part in line[match.end() :].split(", and "):
+                seen.update({h for h, _ in _header_splits(part)})
+    return {h for h, n in seen.items() if n > 1}
 
 
 def render_cells(cells: Sequence[tuple[str, str]]) -> str:

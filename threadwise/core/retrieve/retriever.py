@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
+from threadwise.core.language import evidence_is_german, is_german
 from threadwise.core.protocols import Embedder, EvidenceSearch, Reranker
 from threadwise.core.types import Evidence, Hit, ScoredEvidence
 
@@ -31,6 +32,13 @@ class RetrievalOptions:
     page_weight: float = 2.0
     page_candidates: int = 20
     rerank_depth: int = 30  # fused candidates the cross-encoder re-scores, when one is configured
+    # A question in one language about a page in another: BM25 cannot match across languages, so the lexical
+    # and page rankings bury such a page however well the dense model ranks it (the sample wiki's English
+    # "Can I take vacation during release week?" had the German policy first in the dense ranking and nowhere
+    # in the top 10). The dense ranking's best hit, when it is in another language than the question and its
+    # page is missing from the top-k, is moved to this rank with that page's next dense hit after it (0:
+    # never). Rank 2 keeps P@1 as it was and puts both before the extractive answerer, which reads the top 3.
+    cross_lingual_rank: int = 2
 
 
 @dataclass(frozen=True)
@@ -49,6 +57,32 @@ class Retrieval:
     @property
     def final(self) -> list[Hit]:
         return self.reranked or self.fused
+
+
+def _keep_cross_lingual(
+    query: str,
+    dense: Sequence[Evidence],
+    fused: list[tuple[str, float]],
+    pool: dict[str, Evidence],
+    *,
+    rank: int,
+    top_k: int,
+    hits: int = 2,
+) -> list[tuple[str, float]]:
+    """When the dense ranking's best hit is in another language than the question and its page is missing
+    from the top-k, move that page's best `hits` dense hits to `rank` and after (see
+    `RetrievalOptions.cross_lingual_rank`)."""
+    best = dense[0]
+    if evidence_is_german(best) == is_german(query):
+        return fused
+    if best.page_id in {pool[eid].page_id for eid, _ in fused[:top_k]}:
+        return fused
+    moving = [e.id for e in dense if e.page_id == best.page_id][:hits]
+    moved = [pair for pair in fused if pair[0] in moving]
+    rest = [pair for pair in fused if pair[0] not in moving]
+    at = min(rank - 1, len(rest))
+    score = rest[at - 1][1] if at > 0 else moved[0][1]  # shown with its neighbour's score: the order counts
+    return [*rest[:at], *((eid, score) for eid, _ in moved), *rest[at:]]
 
 
 def reciprocal_rank_fusion(
@@ -126,6 +160,15 @@ class Retriever:
             }
             fused_pairs = sorted(
                 ((eid, s + bonus.get(eid, 0.0)) for eid, s in fused_pairs), key=lambda kv: -kv[1]
+            )
+        if opts.mode == "hybrid" and dense and opts.cross_lingual_rank > 0:
+            fused_pairs = _keep_cross_lingual(
+                query,
+                [s.evidence for s in dense],
+                fused_pairs,
+                pool,
+                rank=opts.cross_lingual_rank,
+                top_k=opts.top_k,
             )
         fused = [Hit(eid, score, i + 1) for i, (eid, score) in enumerate(fused_pairs)]
         timings["fuse"] = (time.perf_counter() - t) * 1000

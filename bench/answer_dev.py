@@ -1,0 +1,118 @@
+"""Tune the extractive answerer fast: retrieve every dev-split question once, then answer from the saved hits.
+
+`threadwise eval --answers` re-runs retrieval and completion on each call; while the answerer changes, both stay
+the same. This script keeps the top evidences of every question of the four settings (completed/conversational
+x EN/DE) in one pickle, then answers them all and prints the answer metrics per setting (and, with --dump, one
+JSON line per question to read the misses). The numbers in the README come from `threadwise eval`, not from here.
+
+    THREADWISE_DATA_DIR=DIR PYTHONPATH=. .venv/bin/python bench/answer_dev.py --cache /tmp/hits.pkl [--dump out.jsonl]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import pickle
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from threadwise.core.answer.extractive import ExtractiveAnswerer
+from threadwise.core.types import PastTurn
+from threadwise.evaluation.answer_metrics import score_answers, token_f1, token_recall
+from threadwise.evaluation.dataset import load_conversations
+
+SETTINGS = [("completed", "en"), ("completed", "de"), ("conversational", "en"), ("conversational", "de")]
+SHARED = Path("/work/shared/confquestions")
+
+
+def retrieve_all(cache: Path, limit: int | None) -> dict[str, list[dict[str, Any]]]:
+    """Every question of the four settings with its top evidences, from the eval index (built by `eval`)."""
+    from threadwise.connectors.files import load_pages
+    from threadwise.core.retrieve.retriever import Retriever
+    from threadwise.evaluation.run import EvalConfig, build_eval_index
+    from threadwise.settings import load_settings
+    from threadwise.wiring import Threadwise
+
+    app = Threadwise(settings=load_settings(config_file=None, data_dir=None))
+    pages, _ = load_pages(SHARED / "documents")
+    out: dict[str, list[dict[str, Any]]] = {}
+    for questions, lang in SETTINGS:
+        cfg = EvalConfig(docs=SHARED / "documents", qa=SHARED / "qa-dev.json", questions=questions, lang=lang)
+        index, _ = build_eval_index(
+            cfg, pages, embedder=app.embedder, data_dir=app.settings.data_dir, progress=print
+        )
+        retriever = Retriever(index=index, embedder=app.embedder)
+        rows = []
+        for conversation in load_conversations(cfg.qa, lang)[:limit]:
+            history: list[PastTurn] = []
+            for turn in conversation:
+                query = (
+                    turn.completed
+                    if questions == "completed"
+                    else app.completer.complete(turn.question, history).question
+                )
+                evidences = retriever.retrieve(query).evidences
+                rows.append(
+                    {"query": query, "gold": turn.answer, "source": turn.source, "evidences": evidences}
+                )
+                shown = tuple(dict.fromkeys(e.page_id for e in evidences[:3]))
+                history.append(PastTurn(turn.question, query, "", shown))
+        out[f"{questions}-{lang}"] = rows
+        print(f"{questions}-{lang}: {len(rows)} questions", file=sys.stderr)
+    cache.write_bytes(pickle.dumps(out))
+    return out
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--cache", type=Path, required=True)
+    parser.add_argument("--limit", type=int)
+    parser.add_argument("--dump", type=Path)
+    parser.add_argument("--only", help="one setting, e.g. completed-en")
+    parser.add_argument(
+        "--set", action="append", default=[], help="an answerer parameter, e.g. budget_words=40"
+    )
+    args = parser.parse_args()
+    hits = (
+        pickle.loads(args.cache.read_bytes()) if args.cache.exists() else retrieve_all(args.cache, args.limit)
+    )
+    from threadwise.models.embedders import UniversalSentenceEncoder
+
+    embedder = UniversalSentenceEncoder()
+    embedder.warm_up()
+    params = {k: float(v) if "." in v else int(v) for k, v in (p.split("=", 1) for p in args.set)}
+    answerer = ExtractiveAnswerer(embedder=embedder, **params)  # type: ignore[arg-type]
+    dump = args.dump.open("w") if args.dump else None
+    for name, rows in hits.items():
+        if args.only and name != args.only:
+            continue
+        predictions, ms = [], []
+        for row in rows:
+            t = time.perf_counter()
+            answer = answerer.answer(row["query"], row["evidences"])
+            ms.append((time.perf_counter() - t) * 1000)
+            predictions.append(answer.text)
+            if dump:
+                record = {
+                    "setting": name,
+                    "query": row["query"],
+                    "gold": row["gold"],
+                    "answer": answer.text,
+                    "recall": round(token_recall(answer.text, row["gold"]), 3),
+                    "f1": round(token_f1(answer.text, row["gold"]), 3),
+                    "source": row["source"],
+                }
+                dump.write(json.dumps(record, ensure_ascii=False) + "\n")
+        s = score_answers(predictions, [r["gold"] for r in rows])
+        print(
+            f"{name:<18} recall {s.token_recall:.3f}  f1 {s.token_f1:.3f}  median words {s.median_words:.0f}  "
+            f"not found {s.not_found_rate:.3f}  ms p50 {statistics.median(ms):.0f}"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,112 @@
+"""Trap questions on the sample wiki, answered by the offline default end to end (E5 retrieval over a real
+index, the extractive answerer with USE): wrong rows, which column, two-part questions, cross-lingual ones,
+failure and exception rows. Each says what the answer must contain, and what must not be its lead (the part
+before the first citation, what a reader takes as the answer)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from threadwise.connectors.files import SAMPLE_WIKI_DIR, load_pages
+from threadwise.core.answer.citations import CITATION, is_not_found
+from threadwise.core.types import NOT_FOUND_PLAIN
+from threadwise.index.indexer import index_pages
+from threadwise.settings import load_settings
+from threadwise.wiring import Threadwise
+
+
+@dataclass(frozen=True)
+class Trap:
+    question: str
+    must: tuple[str, ...]  # every one of these, case-insensitively
+    lead_must_not: tuple[str, ...] = ()  # none of these before the first citation
+
+    def __str__(self) -> str:
+        return self.question
+
+
+TRAPS = [
+    # wrong row: the failing BIOS sits in the row that matches the question best
+    Trap("Which BIOS version does the ThinkPad T14 Gen 3 need for the 4.2 upgrade?", ("1.45",), ("1.42",)),
+    pytest.param(
+        Trap(
+            "What is Bob's action item from the October 7 meeting?", ("Kubernetes 1.30",), ("Pin the BIOS",)
+        ),
+        marks=pytest.mark.xfail(
+            strict=True,
+            reason="retrieval: the October 14 notes fill the top 4, the October 7 page is not there",
+        ),
+        id="What is Bob's action item from the October 7 meeting?",
+    ),
+    Trap(
+        "What is the status of Chen's action item from the October 14 meeting?", ("TO DO",), ("2024-10-09",)
+    ),
+    Trap("When is Alice's action item from the October 14 meeting due?", ("2024-10-18",), ("2024-10-11",)),
+    # which column
+    Trap("Which TPM does the Intel NUC 13 Pro have?", ("fTPM",)),
+    Trap("What is the escalation phone number?", ("+49 30 1234 5678",)),
+    Trap("Who is paged for a SEV3 incident?", ("Nobody",), ("Primary",)),
+    Trap("How quickly must a SEV1 incident get a first response?", ("15 minutes",), ("1 hour",)),
+    # two things at once
+    Trap(
+        "Who gets paged for a SEV2 incident, and how quickly do they have to respond?",
+        ("Primary", "1 hour"),
+        ("15 minutes",),
+    ),
+    Trap("Who tested release 4.2, and what was the release decision?", ("Chen Li", "go")),
+    # failure and exception rows
+    Trap("Does the Intel NUC 13 Pro pass the upgrade test?", ("N/A", "No 4.1 image")),
+    Trap("Which hardware model failed the upgrade from 4.1.3?", ("ThinkPad T14 Gen 3", "1.42")),
+    Trap("What happens with BIOS 1.42 after the upgrade?", ("truncated",)),
+    Trap("Can the production database cluster be restarted alone?", ("second person",)),
+    # cross-lingual: an English question over the German page, and German questions over English pages
+    Trap("Can I take vacation during release week?", ("Release-Woche", "Dana Kovac", "German")),
+    Trap("How many vacation days does a full-time employee get?", ("30 Urlaubstage", "German")),
+    Trap("Wer wird bei einem SEV1-Vorfall alarmiert?", ("Primary and secondary", "englischen")),
+    Trap("Auf welchem Port lauscht der lokale Stack?", ("8080",)),
+    # plain facts that a fragment would get wrong
+    Trap("When does the primary on-call engineer change?", ("Monday", "10:00 CET")),
+    Trap("Bis wann kann Resturlaub genommen werden?", ("31. März",)),
+    Trap("How long does a restart of the production database cluster take?", ("20 minutes",)),
+    Trap("What should I do if make migrate fails with connection refused?", ("wait ten seconds",)),
+    Trap("Which Docker Desktop version do I need?", ("4.30",)),
+    Trap("How is on-call time compensated?", ("1 hour of time off per weekend day",)),
+]
+
+
+@pytest.fixture(scope="module")
+def app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Threadwise]:
+    """The offline default (no LLM configured) over the sample wiki, in its own data folder."""
+    data_dir: Path = tmp_path_factory.mktemp("traps")
+    app = Threadwise(settings=load_settings(env={}, data_dir=data_dir))
+    pages, failures = load_pages(SAMPLE_WIKI_DIR)
+    assert not failures
+    index_pages(app.index, pages)
+    yield app
+
+
+@pytest.mark.parametrize("trap", TRAPS, ids=str)
+def test_trap_question(app: Threadwise, trap: Trap) -> None:
+    answer = app.pipeline.ask(trap.question).answer
+    assert not answer.not_found, answer.text
+    for expected in trap.must:
+        assert expected.lower() in answer.text.lower(), answer.text
+    match = CITATION.search(answer.text)
+    lead = answer.text[: match.start()] if match else answer.text
+    for wrong in trap.lead_must_not:
+        assert wrong.lower() not in lead.lower(), answer.text
+
+
+def test_there_are_at_least_twenty_traps() -> None:
+    assert len(TRAPS) >= 20  # 24, one of them a known retrieval miss (xfail)
+
+
+def test_a_question_the_wiki_does_not_cover_is_not_found_in_plain_words(app: Threadwise) -> None:
+    answer = app.pipeline.ask("What is the capital of France?").answer
+    assert answer.not_found and is_not_found(answer.text)
+    assert answer.text.startswith(NOT_FOUND_PLAIN) and "The closest pages:" in answer.text
+    assert answer.cited == ()
