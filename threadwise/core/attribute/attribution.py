@@ -252,7 +252,9 @@ def explain(
     degenerate = bool(scored) and len(groups) > 1 and all(contributions[i] < UNCHANGED for i in scored)
     # A cluster whose removal left the answer unchanged caused nothing: it gets 0, and the softmax runs over
     # the clusters that did change it (when none did, the shares stay even and the note says why).
-    changed = scored if degenerate or len(groups) == 1 else [i for i in scored if contributions[i] >= UNCHANGED]
+    changed = (
+        scored if degenerate or len(groups) == 1 else [i for i in scored if contributions[i] >= UNCHANGED]
+    )
     shares = dict(zip(changed, softmax([contributions[i] for i in changed], temperature), strict=True))
 
     clusters = []
