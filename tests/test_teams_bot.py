@@ -100,7 +100,9 @@ def _key(root: str) -> ThreadKey:
 def ask_in_channel(run: RunningTeams, text: str = LAPTOP) -> tuple[str, ConnectorCall]:
     post = run.send.message(text)
     assert run.send.post(post).status_code == 200
-    return post["id"], wait_messages(run, thread_of(post["id"]))[0]
+    answer = wait_messages(run, thread_of(post["id"]))[0]
+    run.bot.wait_idle()  # the answer's message id is stored (a person presses a button seconds later)
+    return post["id"], answer
 
 
 # -- asking ---------------------------------------------------------------------------------------------
@@ -259,6 +261,12 @@ def test_votes_are_stored_per_user_changeable_with_the_feedback_form_comment(run
     summary = run.bot.conversations.feedback_summary()
     assert (summary["up"], summary["down"]) == (1, 1)
     assert summary["latest_down"][0]["comment"] == "wrong portal"
+    # admins see the same summary as on Slack's Home tab; others are refused
+    run.send.post(run.send.message("admin feedback", where="personal", mention=False))
+    assert "only Threadwise admins" in wait_messages(run, PERSONAL)[0].body["text"]
+    run.send.post(run.send.message("admin feedback", where="personal", mention=False, user=ADMIN))
+    shown = wait_messages(run, PERSONAL, 2)[1].body["text"]
+    assert "👍 1 · 👎 1" in shown and "wrong portal" in shown and LAPTOP in shown
 
 
 # -- admins ---------------------------------------------------------------------------------------------
@@ -305,7 +313,7 @@ def test_the_llm_down_gets_a_clear_reply_without_feedback_buttons(
             run.send.post(post)
             failed = wait_messages(run, thread_of(post["id"]))[0].body
             assert "couldn't reach the language model" in failed["text"]
-            assert "channelData" not in failed and "attachments" not in failed
+            assert "channelData" not in failed and "attachments" not in failed and "entities" not in failed
 
 
 # -- authentication ---------------------------------------------------------------------------------------

@@ -32,6 +32,7 @@ class TeamsSender:
     service_url: str  # the connector the bot replies through
     token: str | None = None  # "Bearer …" is added when set
     ids: itertools.count = field(default_factory=lambda: itertools.count(1_600_000_000_001))
+    client: httpx.Client = field(default_factory=lambda: httpx.Client(timeout=30))  # one, kept alive
 
     def next_id(self) -> str:
         return str(next(self.ids))
@@ -162,4 +163,4 @@ class TeamsSender:
         if bearer:
             headers["Authorization"] = f"Bearer {bearer}"
         content = activity if isinstance(activity, str | bytes) else json.dumps(activity)
-        return httpx.post(self.url, content=content, headers=headers, timeout=30)
+        return self.client.post(self.url, content=content, headers=headers)

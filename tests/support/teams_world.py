@@ -4,11 +4,14 @@ slack_world), served by uvicorn on 127.0.0.1 (a free port), answering through a 
 
 from __future__ import annotations
 
+import subprocess
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from typing import Any
 
+import httpx
 import jwt
 
 from tests.support.fake_bot_connector import FakeBotConnector
@@ -57,3 +60,18 @@ def running_teams(
         bot.wait_idle(timeout=20)
         server.stop()
         bot.close()
+
+
+def wait_healthy(url: str, process: subprocess.Popen[str], timeout: float = 300) -> None:
+    """Wait until `url` answers 200 (a `threadwise serve` process starting up); fail if the process exits."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"threadwise serve exited with {process.returncode}")
+        try:
+            if httpx.get(url, timeout=2).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.2)
+    raise RuntimeError(f"{url} did not answer within {timeout} s")

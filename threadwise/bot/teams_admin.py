@@ -8,8 +8,10 @@ THREADWISE_TEAMS_ADMINS; everyone may read, only they may change what is synced.
 from __future__ import annotations
 
 from collections.abc import Callable, Collection
+from typing import Any
 
 from threadwise.bot.admin_commands import AdminCommands
+from threadwise.bot.home import feedback_blocks
 from threadwise.bot.teams_cards import from_mrkdwn
 from threadwise.sync.admin import AdminService
 
@@ -22,6 +24,7 @@ HELP = (
     "`admin remove KEY` — stop syncing a space and forget its pages (admins)\n"
     "`admin sync [KEY] [--full]` — sync now (admins)\n"
     "`admin channel [KEY … | all]` — which spaces answer in this channel (changing it: admins)\n"
+    "`admin feedback` — 👍/👎 counts and the latest 👎 with their questions and comments (admins)\n"
     "`admin help` — this list\n"
     "To ask a question, mention me in a channel or write to me in a personal chat."
 )
@@ -40,7 +43,7 @@ class TeamsAdmins:
         return "an admin of this bot (the server's THREADWISE_TEAMS_ADMINS lists them)"
 
 
-COMMANDS = frozenset({"status", "spaces", "add", "remove", "sync", "channel", "help"})
+COMMANDS = frozenset({"status", "spaces", "add", "remove", "sync", "channel", "feedback", "help"})
 
 
 def admin_command(text: str) -> str | None:
@@ -59,8 +62,30 @@ def make_commands(admin: AdminService, object_ids: Collection[str]) -> AdminComm
 
 
 def run_command(
-    commands: AdminCommands, command: str, *, user: str, channel: str, reply: Callable[[str], None]
+    commands: AdminCommands,
+    command: str,
+    *,
+    user: str,
+    channel: str,
+    reply: Callable[[str], None],
+    feedback: Callable[[], dict[str, Any]],
 ) -> None:
     """Run one admin command; its replies (Slack-flavoured text from the shared commands) go out as Teams
-    Markdown through `reply`."""
+    Markdown through `reply`. `feedback` is the admins' summary, which Slack shows on its Home tab."""
+    if command.split()[:1] == ["feedback"]:
+        if not commands.is_admin(user):
+            reply(f"Sorry, only Threadwise admins see the feedback. Please ask {commands.is_admin.who()}.")
+            return
+        reply(from_mrkdwn(feedback_text(feedback())))
+        return
     commands.run(command, user=user, channel=channel, reply=lambda text: reply(from_mrkdwn(text)))
+
+
+def feedback_text(summary: dict[str, Any]) -> str:
+    """The Home tab's feedback section as text."""
+    texts = []
+    for block in feedback_blocks(summary):
+        if "text" in block:
+            texts.append(block["text"]["text"])
+        texts += [e["text"] for e in block.get("elements", []) if "text" in e]
+    return "\n".join(texts)

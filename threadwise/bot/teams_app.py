@@ -299,6 +299,7 @@ class TeamsBot:
             user=place.user,
             channel=place.key.channel,
             reply=lambda text: self._reply(place, text),
+            feedback=self.conversations.feedback_summary,
         )
 
     def _reply(self, place: Place, text: str) -> None:

@@ -137,10 +137,10 @@ def answer_card(turn: TurnView, *, explain_state: str = "ready", note: str = "")
 
 def answer_activity(turn: TurnView, *, explain_state: str = "ready") -> MessageActivityInput:
     """The answer message: text with citations, the AI label, 👍/👎 (not on failures) and the sources card."""
-    message = MessageActivityInput(text=answer_text(turn), text_format="markdown").add_ai_generated()
-    if turn.error:
+    message = MessageActivityInput(text=answer_text(turn), text_format="markdown")
+    if turn.error:  # a failure is not generated content and has nothing to rate
         return message
-    message.add_feedback()
+    message.add_ai_generated().add_feedback()
     if turn.not_found or not turn.cited_sources:
         return message
     add_citations(message, turn)

@@ -115,9 +115,9 @@ def serve_teams(
     )
     try:
         yield server
-    finally:
-        server.stop()
+    finally:  # the answers in progress first: they send through the server's loop
         bot.close(wait=True)
+        server.stop()
 
 
 def run_until_stopped(scheduler: Scheduler | None) -> None:
