@@ -32,11 +32,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench.slack_bench import QUESTIONS, memory_kb, summary  # noqa: E402
 from tests.support.fake_bot_connector import FakeBotConnector  # noqa: E402
 from tests.support.fake_slack import FakeSlack  # noqa: E402
 from tests.support.llm import unused_port  # noqa: E402
@@ -44,25 +43,6 @@ from tests.support.teams_activities import CHANNEL, TeamsSender  # noqa: E402
 from tests.support.teams_world import wait_healthy  # noqa: E402
 
 SECRET = "0123456789abcdef0123456789abcdef"
-QUESTIONS = (
-    "When does the primary on-call engineer change?",
-    "How fast must we respond to a SEV1 incident?",
-    "Who is paged for a SEV2?",
-    "How do I set up my development machine?",
-    "What failed in the release 4.2 test report?",
-    "Wie viele Urlaubstage habe ich?",
-    "What was decided in the weekly sync on October 14?",
-)
-
-
-def memory_kb(pid: int) -> dict[str, int]:
-    """VmRSS (now) and VmHWM (peak) of a process, in kB, from /proc."""
-    fields = {}
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        name, _, value = line.partition(":")
-        if name in ("VmRSS", "VmHWM"):
-            fields[name] = int(value.split()[0])
-    return fields
 
 
 @dataclass
@@ -108,16 +88,6 @@ def times(connector: FakeBotConnector, sent: list[Sent]) -> dict[str, list[float
         result["answers"].append(float(len(answered)))
         result["typing"].append(float(len(typing)))
     return result
-
-
-def summary(values: list[float]) -> dict[str, float]:
-    a = np.array(values) * 1000
-    return {
-        "n": len(values),
-        "p50_ms": round(float(np.percentile(a, 50)), 1),
-        "p95_ms": round(float(np.percentile(a, 95)), 1),
-        "max_ms": round(float(a.max()), 1),
-    }
 
 
 def bench(args: argparse.Namespace) -> dict[str, Any]:
