@@ -35,7 +35,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.slack_bench import QUESTIONS, memory_kb, summary  # noqa: E402
+from slack_bench import QUESTIONS, memory_kb, summary  # noqa: E402  (beside this script)
+
 from tests.support.fake_bot_connector import FakeBotConnector  # noqa: E402
 from tests.support.fake_slack import FakeSlack  # noqa: E402
 from tests.support.llm import unused_port  # noqa: E402
