@@ -171,6 +171,7 @@ def test_an_exception_midway_leaves_old_state_and_the_next_run_finishes(
 
     env.index.embedder = Exploding(HashingEmbedder())
     env.syncer.fetch_workers = 1
+    env.syncer.batch_pages = 1  # one page per call to the embedder: the second page's call explodes
     with pytest.raises(RuntimeError, match="crashed"):
         env.syncer.sync(DOCS)
     versions = {pid: s.version for pid, s in env.index.page_states().items()}

@@ -94,6 +94,7 @@ def main() -> None:
     data_dir, url, space, kill_after = Path(sys.argv[1]), sys.argv[2], sys.argv[3], int(sys.argv[4])
     env = make_env(data_dir, url, embedder=CountingEmbedder(HashingEmbedder(), die_after=kill_after))
     env.syncer.fetch_workers = 1
+    env.syncer.batch_pages = 1  # one page per call to the embedder: the kill lands between two pages
     env.syncer.sync(SpaceScope.of(space))
     sys.exit(3)  # not reached when the kill happened
 

@@ -91,7 +91,11 @@ def _spaces_remove(admin: AdminService, args: argparse.Namespace) -> int:
 
 
 def _sync(admin: AdminService, args: argparse.Namespace) -> int:
-    reports = admin.sync(args.key, full=args.full, trigger="cli")
+    from threadwise.cli.progress import ProgressBar
+
+    reports = admin.sync(
+        args.key, full=args.full, trigger="cli", progress=lambda space: ProgressBar(f"Syncing {space}")
+    )
     if not reports:
         print("No spaces configured. Add one with: threadwise spaces add KEY")
     for report in reports:

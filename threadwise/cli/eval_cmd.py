@@ -79,13 +79,28 @@ def run(args: argparse.Namespace, build: Build) -> int:
         reranker=app.reranker,
         judge=judge,
         top_k=app.settings.top_k,
-        progress=lambda msg: print(msg, file=sys.stderr),
+        progress=_progress_bars(),
     )
     print_table(report)
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps(report, ensure_ascii=False, indent=2))
     return 0
+
+
+def _progress_bars() -> Callable[[str, int, int], None]:
+    """One progress bar per stage of the run: indexing the pages, then asking the questions."""
+    from threadwise.cli.progress import ProgressBar
+
+    bars: dict[str, ProgressBar] = {}
+
+    def show(stage: str, done: int, total: int) -> None:
+        if stage not in bars:
+            label, unit = ("Indexing", "pages") if stage == "index" else ("Asking", "questions")
+            bars[stage] = ProgressBar(label, unit=unit)
+        bars[stage](done, total)
+
+    return show
 
 
 def print_table(report: dict[str, Any]) -> None:

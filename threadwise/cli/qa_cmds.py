@@ -51,30 +51,17 @@ def register(sub: Any, build: Build) -> None:
 
 
 # ----- helpers -----
-def _progress_bar(label: str) -> Callable[[int, int], None]:
-    def show(done: int, total: int) -> None:
-        if not sys.stderr.isatty() and done not in (total,):
-            return
-        width = 30
-        filled = int(width * done / max(total, 1))
-        sys.stderr.write(f"\r{label} [{'█' * filled}{'·' * (width - filled)}] {done}/{total}")
-        if done >= total:
-            sys.stderr.write("\n")
-        sys.stderr.flush()
-
-    return show
-
-
 def index_folder_into(app: Threadwise, folder: Path, *, remove_missing: bool) -> tuple[IndexReport, int]:
     """Index a folder of page files into `app`'s index with a progress bar, reporting skipped pages on
     stderr; returns the report and the number of pages skipped in all (unreadable files included)."""
+    from threadwise.cli.progress import ProgressBar
     from threadwise.connectors.files import load_pages
     from threadwise.index.indexer import index_pages
 
     pages, failures = load_pages(folder)
     app.embedder.warm_up()
     report = index_pages(
-        app.index, pages, remove_missing=remove_missing, progress=_progress_bar(f"Indexing {folder.name}")
+        app.index, pages, remove_missing=remove_missing, progress=ProgressBar(f"Indexing {folder.name}")
     )
     for f in [*failures, *report.failures]:
         print(f"  skipped {f.title or f.page_id}: {f.reason}", file=sys.stderr)
@@ -225,8 +212,9 @@ def trace(args: argparse.Namespace, build: Build) -> int:
 
 def index_folder(args: argparse.Namespace, build: Build) -> int:
     report, skipped = index_folder_into(build(), args.docs, remove_missing=False)
+    v = report.vectors
     print(
         f"{report.pages} pages: {report.embedded} embedded, {report.unchanged} unchanged, "
-        f"{skipped} skipped, {report.seconds:.1f} s"
+        f"{skipped} skipped; {v.embedded} texts embedded, {v.cached + v.shared} reused; {report.seconds:.1f} s"
     )
     return 0

@@ -21,7 +21,7 @@ from threadwise.evaluation.dataset import QATurn, load_conversations, rank_of_go
 from threadwise.index.indexer import IndexReport, index_pages
 from threadwise.index.store import EvidenceIndex
 
-Progress = Callable[[str], None]
+Progress = Callable[[str, int, int], None]  # (stage: "index" or "questions", done, total)
 
 
 @dataclass(frozen=True)
@@ -59,9 +59,7 @@ def build_eval_index(
         linearizer=cfg.linearizer,
         index_tables=cfg.tables in ("both", "tables"),
         index_rows=cfg.tables in ("both", "rows"),
-        progress=lambda done, total: (
-            progress(f"indexed {done}/{total} pages") if done % 20 == 0 or done == total else None
-        ),
+        progress=lambda done, total: progress("index", done, total),
     )
     return index, report
 
@@ -116,7 +114,7 @@ def run_eval(
     reranker: Reranker | None = None,
     judge: Any = None,
     top_k: int = RetrievalOptions.top_k,
-    progress: Progress = lambda _msg: None,
+    progress: Progress = lambda _stage, _done, _total: None,
 ) -> dict[str, Any]:
     """Evaluate retrieval (and optionally answers and explanations); returns the JSON-able report.
 
@@ -131,6 +129,7 @@ def run_eval(
     )
     answering = not isinstance(pipeline.answerer, NoAnswer)
     conversations = load_conversations(cfg.qa, cfg.lang)[: cfg.limit]
+    total_questions = sum(len(c) for c in conversations)
 
     ranks: list[int | None] = []
     rows: list[tuple[QATurn, int | None]] = []
@@ -164,7 +163,7 @@ def run_eval(
                         index=index,
                     )
                 )
-        progress(f"conversation {conversation[0].conversation}: {len(ranks)} questions so far")
+        progress("questions", len(ranks), total_questions)
 
     scores = retrieval_scores(ranks)
     report: dict[str, Any] = {
@@ -178,6 +177,8 @@ def run_eval(
         "index_seconds": round(indexed.seconds, 2),
         "pages": len(pages),
         "pages_embedded": indexed.embedded,
+        "texts_embedded": indexed.vectors.embedded,
+        "texts_reused": indexed.vectors.cached + indexed.vectors.shared,
         "page_failures": [
             {"page_id": f.page_id, "title": f.title, "reason": f.reason} for f in indexed.failures
         ],

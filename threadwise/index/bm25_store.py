@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from array import array
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -15,6 +16,26 @@ import bm25s
 import numpy as np
 
 from threadwise.core.retrieve.tokenize import TOKENIZER_VERSION, tokenize
+
+
+class TokenCorpus:
+    """Documents held as token ids over one vocabulary (4 bytes a token) while a BM25 index is built: the texts
+    themselves are read a page at a time and dropped."""
+
+    def __init__(self) -> None:
+        self.ids: list[str] = []
+        self.spaces: list[str] = []
+        self.docs: list[array[int]] = []
+        self.vocab: dict[str, int] = {}
+
+    def add(self, doc_id: str, space: str, text: str) -> None:
+        vocab = self.vocab
+        self.ids.append(doc_id)
+        self.spaces.append(space)
+        self.docs.append(array("i", [vocab.setdefault(t, len(vocab)) for t in tokenize(text) or ["_empty_"]]))
+
+    def __len__(self) -> int:
+        return len(self.ids)
 
 
 class BM25Store:
@@ -35,20 +56,19 @@ class BM25Store:
             return False
         self._ids = meta["ids"]
         self._spaces = np.array(meta["spaces"], dtype=object)
-        self._model = bm25s.BM25.load(str(self.directory / "model")) if self._ids else None
+        # memory-mapped: a serving process pages in what queries touch instead of holding the whole index
+        self._model = bm25s.BM25.load(str(self.directory / "model"), mmap=True) if self._ids else None
         self.generation = generation
         return True
 
-    def rebuild(
-        self, generation: int, ids: Sequence[str], texts: Sequence[str], spaces: Sequence[str]
-    ) -> None:
-        """Build from rows and save atomically (write beside, then swap the folder)."""
-        self._ids = list(ids)
-        self._spaces = np.array(list(spaces), dtype=object)
+    def rebuild(self, generation: int, corpus: TokenCorpus) -> None:
+        """Build from a corpus and save atomically (write beside, then swap the folder)."""
+        self._ids = corpus.ids
+        self._spaces = np.array(corpus.spaces, dtype=object)
         self._model = None
         if self._ids:
             model = bm25s.BM25()
-            model.index([tokenize(t) or ["_empty_"] for t in texts], show_progress=False)
+            model.index((corpus.docs, corpus.vocab), show_progress=False)
             self._model = model
         self.generation = generation
         tmp = self.directory.with_name(self.directory.name + ".tmp")

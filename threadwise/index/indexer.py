@@ -11,9 +11,10 @@ from threadwise.core.ingest.contextualize import ContextParts
 from threadwise.core.ingest.extract import PageParseError, extract_evidence
 from threadwise.core.ingest.linearize import check_linearizer
 from threadwise.core.types import Evidence, Page, PageFailure
-from threadwise.index.store import EvidenceIndex
+from threadwise.index.store import EmbedCounts, EvidenceIndex
 
 Progress = Callable[[int, int], None]  # (done, total)
+BATCH_PAGES = 16  # pages per call to the embedder (~250 evidences on ConfQuestions); each switches on its own
 
 
 @dataclass
@@ -24,27 +25,46 @@ class IndexReport:
     removed: int = 0
     failures: list[PageFailure] = field(default_factory=list)
     seconds: float = 0.0
+    vectors: EmbedCounts = field(default_factory=EmbedCounts)  # texts embedded, found cached, shared by rows
 
 
 Extract = Callable[[Page], list[Evidence]]
 
 
-def index_page(
-    index: EvidenceIndex, page: Page, *, extract: Extract = extract_evidence
-) -> bool | PageFailure:
-    """The one road from a page to the index, for the folder indexer and the Confluence sync alike.
+def index_batch(
+    index: EvidenceIndex,
+    pages: Sequence[Page],
+    *,
+    extract: Extract = extract_evidence,
+    counts: EmbedCounts | None = None,
+) -> list[bool | PageFailure]:
+    """The one road from pages to the index, for the folder indexer and the Confluence sync alike.
 
     A page the index holds at this version and content is not extracted (nor embedded): False. Otherwise
     its evidence is extracted and swapped in atomically: True, or a failure value when the page yields no
-    usable evidence (its previous evidence, if any, stays).
+    usable evidence (its previous evidence, if any, stays). The pages of a batch share one call to the
+    embedder (texts it embedded before come from its cache); `counts` adds up where the vectors came from.
     """
-    if index.is_current(page):
-        return False
-    try:
-        evidences = extract(page)
-    except PageParseError as error:
-        return PageFailure(page_id=page.id, title=page.title, reason=str(error))
-    return index.put_page(page, evidences)
+    outcomes: list[bool | PageFailure] = [False] * len(pages)
+    todo: list[tuple[int, Page, list[Evidence]]] = []
+    for i, page in enumerate(pages):
+        if index.is_current(page):
+            continue
+        try:
+            todo.append((i, page, extract(page)))
+        except PageParseError as error:
+            outcomes[i] = PageFailure(page_id=page.id, title=page.title, reason=str(error))
+    written = index.put_pages([(page, evidences) for _, page, evidences in todo], counts=counts)
+    for (i, _page, _evs), changed in zip(todo, written, strict=True):
+        outcomes[i] = changed
+    return outcomes
+
+
+def index_page(
+    index: EvidenceIndex, page: Page, *, extract: Extract = extract_evidence
+) -> bool | PageFailure:
+    """`index_batch` of one page."""
+    return index_batch(index, [page], extract=extract)[0]
 
 
 def index_pages(
@@ -58,7 +78,8 @@ def index_pages(
     remove_missing: bool = True,
     progress: Progress | None = None,
 ) -> IndexReport:
-    """Index `pages` through `index_page`; a page whose version and content hash are unchanged costs one read.
+    """Index `pages` through `index_batch`, `BATCH_PAGES` at a time; a page whose version and content hash
+    are unchanged costs one read.
 
     With `remove_missing`, indexed pages not among `pages` are deleted (the folder is the whole truth).
     """
@@ -71,16 +92,17 @@ def index_pages(
         index_tables=index_tables,
         index_rows=index_rows,
     )
-    for done, page in enumerate(pages, start=1):
-        outcome = index_page(index, page, extract=extract)
-        if isinstance(outcome, PageFailure):
-            report.failures.append(outcome)
-        elif outcome:
-            report.embedded += 1
-        else:
-            report.unchanged += 1
+    for start in range(0, len(pages), BATCH_PAGES):
+        batch = pages[start : start + BATCH_PAGES]
+        for outcome in index_batch(index, batch, extract=extract, counts=report.vectors):
+            if isinstance(outcome, PageFailure):
+                report.failures.append(outcome)
+            elif outcome:
+                report.embedded += 1
+            else:
+                report.unchanged += 1
         if progress is not None:
-            progress(done, len(pages))
+            progress(start + len(batch), len(pages))
     if remove_missing:
         # a page that failed to parse is still among `pages`: its previous evidence stays
         for gone in set(index.page_states()) - {p.id for p in pages}:

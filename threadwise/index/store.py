@@ -1,31 +1,34 @@
 """The evidence index: dense (Chroma) + lexical (BM25), updated one page at a time, atomically.
 
 How a page update stays atomic across the two stores:
-1. the page's new evidence rows are written to Chroma *beside* the old ones (row ids carry the content hash);
+1. the page is marked dirty in the manifest (SQLite), and its new evidence rows are written to Chroma *beside*
+   the old ones (row ids carry the content hash);
 2. one SQLite transaction in the manifest switches the page to the new hash and bumps the index generation;
-3. the old rows are deleted.
+3. the old rows are deleted, and the page's dirty mark goes.
 Queries only return rows whose (page, hash) the manifest names, so a process killed between any two steps
-answers from the previous state, and the next update or `flush()` sweeps the leftovers. BM25 is derived from
-the active Chroma rows and rebuilt when the generation has moved on.
+answers from the previous state, and the next `flush()` sweeps the leftovers of the pages still marked dirty.
+BM25 is derived from the active rows, read a batch of pages at a time, and rebuilt when the generation has
+moved on. Nothing here reads a whole collection or the whole manifest at once: both grow with the wiki.
 """
 
 from __future__ import annotations
 
 import sqlite3
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 from filelock import FileLock
 
 from threadwise.core.protocols import Embedder
 from threadwise.core.types import Evidence, Page, ScoredEvidence
-from threadwise.index.bm25_store import BM25Store
+from threadwise.index.bm25_store import BM25Store, TokenCorpus
 from threadwise.index.chroma_store import ChromaServer, ChromaStore, evidence_from_row, row_id
+from threadwise.index.embedding_cache import EmbeddingCache
 from threadwise.models.embedders import how_to_keep
 
 
@@ -57,13 +60,33 @@ class PageState:
     evidence_count: int
 
 
+@dataclass
+class EmbedCounts:
+    """Where the vectors of the evidences written so far came from (for reports and the benchmark)."""
+
+    evidences: int = 0  # evidences written
+    embedded: int = 0  # texts the model embedded
+    cached: int = 0  # vectors found in the embedding cache (or repeated within a batch)
+    shared: int = 0  # table rows that took their table's vector
+
+    def since(self, before: EmbedCounts) -> EmbedCounts:
+        return EmbedCounts(*(a - b for a, b in zip(self.astuple(), before.astuple(), strict=True)))
+
+    def astuple(self) -> tuple[int, int, int, int]:
+        return (self.evidences, self.embedded, self.cached, self.shared)
+
+
+RowVectors = Literal["own", "table"]
+
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS pages (
     page_id TEXT PRIMARY KEY, space TEXT NOT NULL, version INTEGER NOT NULL, content_hash TEXT NOT NULL,
     title TEXT NOT NULL, evidence_count INTEGER NOT NULL
 );
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS dirty (page_id TEXT PRIMARY KEY);
 """
+_CHUNK = 500  # ids per SQL statement or Chroma call: far below SQLite's variable limit
 
 
 class EvidenceIndex:
@@ -77,6 +100,7 @@ class EvidenceIndex:
         collection: str = "evidence",
         embed_chars: int = 1200,
         chroma_server: ChromaServer | None = None,
+        row_vectors: RowVectors = "own",
     ) -> None:
         self.directory = Path(directory)
         self.embedder = embedder
@@ -86,6 +110,8 @@ class EvidenceIndex:
         # Dense vectors see the first `embed_chars` of the contextualized text (title, heading, then the evidence):
         # past that an averaging encoder only dilutes, and a truncating one cuts anyway. BM25 sees all of it.
         self.embed_chars = embed_chars
+        # "table": a table row takes its table's vector instead of one of its own (BM25 still reads the row)
+        self.row_vectors = row_vectors
         self.directory.mkdir(parents=True, exist_ok=True)
         self._manifest_path = self.directory / f"{collection}.manifest.sqlite"
         # One writer at a time: threads of this process, and other processes on the same folder (a CLI sync
@@ -95,8 +121,8 @@ class EvidenceIndex:
         self._chroma: ChromaStore | None = None
         self._bm25 = BM25Store(directory=self.directory / f"{collection}.bm25")
         self._page_bm25 = BM25Store(directory=self.directory / f"{collection}.pages.bm25")
-        self._active: dict[str, str] = {}
-        self._active_generation = -1
+        # shared by every collection in the folder: eval collections of two settings reuse each other's vectors
+        self.cache = EmbeddingCache(path=self.directory / "embedding-cache.sqlite")
         with self._manifest() as db:
             db.executescript(_SCHEMA)
             stored = db.execute("SELECT value FROM meta WHERE key='embedder'").fetchone()
@@ -111,6 +137,7 @@ class EvidenceIndex:
                     "away, then run `threadwise sync --full` (or `threadwise index DIR`)"
                 )
         self.embedded_pages = 0  # pages embedded by this instance (for reports and tests)
+        self.counts = EmbedCounts()  # where this instance's vectors came from
 
     # ----- plumbing -----
     @contextmanager
@@ -118,6 +145,7 @@ class EvidenceIndex:
         db = sqlite3.connect(self._manifest_path, timeout=30, isolation_level=None)
         try:
             db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=NORMAL")  # WAL: a crash of the process loses nothing committed
             yield db
         finally:
             db.close()
@@ -134,13 +162,33 @@ class EvidenceIndex:
         with self._manifest() as db:
             return int(db.execute("SELECT value FROM meta WHERE key='generation'").fetchone()[0])
 
-    def _active_hashes(self) -> dict[str, str]:
-        gen = self.generation()
-        if gen != self._active_generation:
+    def _active_of(self, page_ids: Iterable[str]) -> dict[str, str]:
+        """The active content hash of each of these pages that is indexed (a lookup by key, in chunks)."""
+        ids = list(dict.fromkeys(page_ids))
+        out: dict[str, str] = {}
+        with self._manifest() as db:
+            for start in range(0, len(ids), _CHUNK):
+                chunk = ids[start : start + _CHUNK]
+                marks = ",".join("?" * len(chunk))
+                out.update(
+                    db.execute(f"SELECT page_id, content_hash FROM pages WHERE page_id IN ({marks})", chunk)
+                )
+        return out
+
+    def _pages_in_order(self, batch: int = 200) -> Iterator[list[tuple[str, str, str, str]]]:
+        """Every indexed page as (page id, hash, space, title), `batch` at a time (keyset paging)."""
+        after = ""
+        while True:
             with self._manifest() as db:
-                self._active = dict(db.execute("SELECT page_id, content_hash FROM pages").fetchall())
-            self._active_generation = gen
-        return self._active
+                rows = db.execute(
+                    "SELECT page_id, content_hash, space, title FROM pages WHERE page_id > ? "
+                    "ORDER BY page_id LIMIT ?",
+                    (after, batch),
+                ).fetchall()
+            if not rows:
+                return
+            yield rows
+            after = rows[-1][0]
 
     # ----- reading state -----
     def page_states(self, space: str | None = None) -> dict[str, PageState]:
@@ -167,28 +215,99 @@ class EvidenceIndex:
     # ----- writing -----
     def is_current(self, page: Page) -> bool:
         """The page is indexed at this version and content (one row read, not the whole manifest)."""
+        return self._current(page, self._versions_of([page.id]))
+
+    def _versions_of(self, page_ids: Sequence[str]) -> dict[str, tuple[int, str]]:
+        out: dict[str, tuple[int, str]] = {}
         with self._manifest() as db:
-            row = db.execute(
-                "SELECT version, content_hash FROM pages WHERE page_id = ?", (page.id,)
-            ).fetchone()
-        return row is not None and row[0] == page.version and row[1] == page.content_hash
+            for start in range(0, len(page_ids), _CHUNK):
+                chunk = list(page_ids[start : start + _CHUNK])
+                marks = ",".join("?" * len(chunk))
+                sql = f"SELECT page_id, version, content_hash FROM pages WHERE page_id IN ({marks})"
+                out.update({r[0]: (r[1], r[2]) for r in db.execute(sql, chunk)})
+        return out
+
+    @staticmethod
+    def _current(page: Page, versions: dict[str, tuple[int, str]]) -> bool:
+        return versions.get(page.id) == (page.version, page.content_hash)
 
     def put_page(self, page: Page, evidences: Sequence[Evidence]) -> bool:
         """Replace the page's evidence atomically. Returns False, embedding nothing, when it is unchanged."""
-        if self.is_current(page):
-            return False
-        vectors = self.embedder.embed([e.context_text[: self.embed_chars] for e in evidences])
-        with self._write_lock:
-            self.chroma.add(evidences, vectors, page.content_hash)
-            self._switch(
-                "INSERT OR REPLACE INTO pages VALUES (?, ?, ?, ?, ?, ?)",
-                (page.id, page.space, page.version, page.content_hash, page.title, len(evidences)),
+        return self.put_pages([(page, evidences)])[0]
+
+    def put_pages(
+        self, items: Sequence[tuple[Page, Sequence[Evidence]]], *, counts: EmbedCounts | None = None
+    ) -> list[bool]:
+        """`put_page` for several pages with one call to the embedder (a bigger batch, one cache lookup); each
+        page still switches atomically on its own. Returns, per page, whether it was written; `counts` (if
+        given) adds up where the vectors came from."""
+        versions = self._versions_of([p.id for p, _ in items])
+        written = [not self._current(p, versions) for p, _ in items]
+        todo = [item for item, w in zip(items, written, strict=True) if w]
+        vectors = self.vectors_of([e for _, evs in todo for e in evs], counts=counts)
+        offset = 0
+        for page, evidences in todo:
+            part = vectors[offset : offset + len(evidences)]
+            offset += len(evidences)
+            with self._write_lock:
+                self._mark_dirty([page.id])  # until the old rows are gone: `flush` finishes a killed update
+                self.chroma.add(evidences, part, page.content_hash)
+                self._switch(
+                    "INSERT OR REPLACE INTO pages VALUES (?, ?, ?, ?, ?, ?)",
+                    (page.id, page.space, page.version, page.content_hash, page.title, len(evidences)),
+                )
+                self.chroma.delete_where(
+                    {"$and": [{"page_id": page.id}, {"page_hash": {"$ne": page.content_hash}}]}
+                )
+                self._clear_dirty([page.id])
+            self.embedded_pages += 1
+        return written
+
+    def vectors_of(self, evidences: Sequence[Evidence], *, counts: EmbedCounts | None = None) -> np.ndarray:
+        """Dense vectors for these evidences: from the embedding cache where the same text was embedded before,
+        rows from their table when `row_vectors` is "table", the rest in one call to the embedder."""
+        out = np.zeros((len(evidences), self.embedder.dim), dtype=np.float32)
+        tables = {(e.page_id, e.table_no): i for i, e in enumerate(evidences) if e.kind == "table"}
+        shared = {
+            i: tables[(e.page_id, e.table_no)]
+            for i, e in enumerate(evidences)
+            if self.row_vectors == "table" and e.kind == "row" and (e.page_id, e.table_no) in tables
+        }
+        own = [i for i in range(len(evidences)) if i not in shared]
+        embedded = 0
+        if own:
+            out[own], embedded = self._embed_cached(
+                [evidences[i].context_text[: self.embed_chars] for i in own]
             )
-            self.chroma.delete_where(
-                {"$and": [{"page_id": page.id}, {"page_hash": {"$ne": page.content_hash}}]}
-            )
-        self.embedded_pages += 1
-        return True
+        for i, table in shared.items():
+            out[i] = out[table]
+        for c in (self.counts, counts):
+            if c is not None:
+                c.evidences += len(evidences)
+                c.embedded += embedded
+                c.cached += len(own) - embedded
+                c.shared += len(shared)
+        return out
+
+    def _embed_cached(self, texts: Sequence[str]) -> tuple[np.ndarray, int]:
+        """Vectors of `texts` from the cache, embedding (once) those it lacks; and how many were embedded."""
+        fingerprint = getattr(self.embedder, "fingerprint", self.embedder.name)
+        keys = [EmbeddingCache.key(fingerprint, t) for t in texts]
+        found = self.cache.get(list(dict.fromkeys(keys)), self.embedder.dim)
+        missing = {k: t for k, t in zip(keys, texts, strict=True) if k not in found}
+        if missing:
+            fresh = self.embedder.embed(list(missing.values()))
+            self.cache.put(list(missing), fresh)
+            found.update(zip(missing, fresh, strict=True))
+        return np.stack([found[k] for k in keys]).astype(np.float32), len(missing)
+
+    def _mark_dirty(self, page_ids: Sequence[str]) -> None:
+        with self._manifest() as db:
+            db.executemany("INSERT OR IGNORE INTO dirty VALUES (?)", [(p,) for p in page_ids])
+
+    def _clear_dirty(self, page_ids: Sequence[str]) -> None:
+        with self._manifest() as db:
+            db.executemany("DELETE FROM dirty WHERE page_id = ?", [(p,) for p in page_ids])
 
     def _switch(self, sql: str, args: tuple[Any, ...]) -> None:
         """Change the manifest and move the generation on, in one transaction: the moment a change takes effect."""
@@ -200,24 +319,42 @@ class EvidenceIndex:
 
     def delete_page(self, page_id: str) -> None:
         with self._write_lock:
+            self._mark_dirty([page_id])
             self._switch("DELETE FROM pages WHERE page_id = ?", (page_id,))
             self.chroma.delete_where({"page_id": page_id})
+            self._clear_dirty([page_id])
 
     def delete_space(self, space: str) -> int:
         """Remove all of a space's pages; returns how many pages went."""
         ids = list(self.page_states(space))
         with self._write_lock:
+            self._mark_dirty(ids)
             self._switch("DELETE FROM pages WHERE space = ?", (space,))
             self.chroma.delete_where({"space": space})
+            self._clear_dirty(ids)
         return len(ids)
 
     def flush(self) -> None:
-        """Sweep rows left by an interrupted update and bring BM25 up to date (call after a batch)."""
+        """Sweep rows left by an interrupted update and bring BM25 up to date (call after a batch).
+
+        Only pages marked dirty are looked at (an update in progress, or killed midway): the sweep never reads
+        the whole collection, which fails past ~32,000 rows (SQLite's variable limit) and grows with the wiki."""
         with self._write_lock:
-            active = self._active_hashes()
-            stale = [rid for rid, _doc, m in self.chroma.get() if active.get(m["page_id"]) != m["page_hash"]]
-            if stale:
-                self.chroma.delete_ids(stale)
+            while True:
+                with self._manifest() as db:
+                    ids = [r[0] for r in db.execute("SELECT page_id FROM dirty LIMIT ?", (_CHUNK,))]
+                if not ids:
+                    break
+                active = self._active_of(ids)
+                for pid in ids:
+                    current = active.get(pid)
+                    self.chroma.delete_where(
+                        {"page_id": pid}
+                        if current is None
+                        else {"$and": [{"page_id": pid}, {"page_hash": {"$ne": current}}]}
+                    )
+                self._clear_dirty(ids)
+            self.cache.prune()
             self._ensure_bm25()
 
     # ----- searching -----
@@ -228,32 +365,34 @@ class EvidenceIndex:
         with self._bm25_lock:
             if self._bm25.generation == gen or (self._bm25.load(gen) and self._page_bm25.load(gen)):
                 return
-            active = self._active_hashes()
-            rows = [
-                (rid, doc, m)
-                for rid, doc, m in self.chroma.get()
-                if active.get(m["page_id"]) == m["page_hash"]
-            ]
-            self._bm25.rebuild(gen, [r[0] for r in rows], [r[1] for r in rows], [r[2]["space"] for r in rows])
-            self._rebuild_page_bm25(gen, rows)
+            evidences, pages = TokenCorpus(), TokenCorpus()
+            for batch in self._pages_in_order():
+                self._add_to_corpora(batch, evidences, pages)
+            self._bm25.rebuild(gen, evidences)
+            self._page_bm25.rebuild(gen, pages)
 
-    def _rebuild_page_bm25(self, gen: int, rows: list[tuple[str, str, dict]]) -> None:
-        """A page-level BM25 (the title three times, then the page's text): which page is the question about?"""
-        pages: dict[str, tuple[str, str, list[tuple[int, str]]]] = {}
-        for _rid, _doc, m in rows:
-            _title, _space, parts = pages.setdefault(m["page_id"], (m["title"], m["space"], []))
+    def _add_to_corpora(
+        self, batch: list[tuple[str, str, str, str]], evidences: TokenCorpus, pages: TokenCorpus
+    ) -> None:
+        """Tokenize the active rows of a batch of pages into the evidence corpus, and each page (the title three
+        times, then its text: which page is the question about?) into the page corpus."""
+        active = {pid: (page_hash, space, title) for pid, page_hash, space, title in batch}
+        rows = self.chroma.get(where={"page_id": {"$in": list(active)}})
+        parts: dict[str, list[tuple[int, str]]] = {pid: [] for pid in active}
+        for rid, doc, m in sorted(rows, key=lambda r: r[0]):
+            if active[m["page_id"]][0] != m["page_hash"]:
+                continue
+            evidences.add(rid, m["space"], doc)
             if m["kind"] != "row":  # rows repeat their table's text
-                parts.append((int(m["position"]), m["text"]))
-        ids = list(pages)
-        texts = [" ".join([pages[p][0]] * 3 + [t for _, t in sorted(pages[p][2])]) for p in ids]
-        self._page_bm25.rebuild(gen, ids, texts, [pages[p][1] for p in ids])
+                parts[m["page_id"]].append((int(m["position"]), m["text"]))
+        for pid, (_hash, space, title) in active.items():
+            pages.add(pid, space, " ".join([title] * 3 + [t for _, t in sorted(parts[pid])]))
 
     def search_lexical(self, query: str, k: int, spaces: Sequence[str] | None = None) -> list[ScoredEvidence]:
         self._ensure_bm25()
-        active = self._active_hashes()
-        pairs = [
-            (rid, s) for rid, s in self._bm25.search(query, k * 2, spaces) if self._is_active(rid, active)
-        ][:k]
+        found = self._bm25.search(query, k * 2, spaces)
+        active = self._active_of(_page_of(rid) for rid, _s in found)
+        pairs = [(rid, s) for rid, s in found if active.get(_page_of(rid)) == _hash_of(rid)][:k]
         by_id = (
             {rid: (doc, meta) for rid, doc, meta in self.chroma.get(ids=[p[0] for p in pairs])}
             if pairs
@@ -266,27 +405,22 @@ class EvidenceIndex:
     ) -> list[tuple[str, float]]:
         """Pages as (page id, BM25 score), best first, by their whole text."""
         self._ensure_bm25()
-        active = self._active_hashes()
-        return [(pid, s) for pid, s in self._page_bm25.search(query, k, spaces) if pid in active]
+        found = self._page_bm25.search(query, k, spaces)
+        active = self._active_of(pid for pid, _s in found)
+        return [(pid, s) for pid, s in found if pid in active]
 
     def search_dense(
         self, vector: np.ndarray, k: int, spaces: Sequence[str] | None = None
     ) -> list[ScoredEvidence]:
-        active = self._active_hashes()
         where = {"space": {"$in": list(spaces)}} if spaces else None
         rows = self.chroma.query(vector, k * 2, where)
+        active = self._active_of(meta["page_id"] for _rid, _sim, _doc, meta in rows)
         hits = [
             ScoredEvidence(evidence_from_row(doc, meta), sim)
             for rid, sim, doc, meta in rows
             if active.get(meta["page_id"]) == meta["page_hash"]
         ]
         return hits[:k]
-
-    @staticmethod
-    def _is_active(rid: str, active: dict[str, str]) -> bool:
-        eid, _, page_hash = rid.rpartition("@")
-        page_id = eid.rpartition(":")[0]
-        return active.get(page_id) == page_hash
 
     def vectors_for(self, embedder: Embedder, evidences: Sequence[Evidence]) -> np.ndarray | None:
         """The stored vectors of these evidences if `embedder` is the index's own (saves Explain embedding
@@ -295,7 +429,7 @@ class EvidenceIndex:
 
     def embeddings_of(self, evidences: Sequence[Evidence]) -> np.ndarray:
         """The stored vectors of these evidences (re-embedding any that are not stored)."""
-        active = self._active_hashes()
+        active = self._active_of(e.page_id for e in evidences)
         ids = [row_id(e, active.get(e.page_id, "")) for e in evidences]
         stored = self.chroma.get_embeddings(ids) if ids else {}
         missing = [i for i, rid in enumerate(ids) if rid not in stored]
@@ -312,3 +446,12 @@ class EvidenceIndex:
             assert fresh is not None
             out[i] = fresh[j]
         return out
+
+
+def _page_of(rid: str) -> str:
+    """The page id inside a row id (`page:n@hash`)."""
+    return rid.rpartition("@")[0].rpartition(":")[0]
+
+
+def _hash_of(rid: str) -> str:
+    return rid.rpartition("@")[2]

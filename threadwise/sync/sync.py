@@ -7,8 +7,10 @@ One run, holding the space's lock (a file lock, so it holds across processes):
    successful run (minus a safety overlap) whose version differs from the index, pages in scope but not in
    the index, pages whose title (in the index's manifest) or breadcrumb (kept per page in `synced_pages`)
    changed (a renamed ancestor, a move), and last run's failures;
-4. fetch each one and hand it to `index_page`, the folder indexer's road too: nothing is extracted or embedded
-   when version and content hash are unchanged, else the index swaps the page's evidence atomically;
+4. fetch them a few at a time ahead of the indexing (the fetching threads work while the model embeds) and
+   hand them in batches to `index_batch`, the folder indexer's road too: nothing is extracted or embedded
+   when version and content hash are unchanged, texts embedded before come from the index's embedding
+   cache, one call to the embedder serves the batch, and the index swaps each page's evidence atomically;
 5. advance the cursor to this run's start and record the run.
 A run killed midway leaves every page either old or new in the index; the cursor did not move, so the next
 run looks at the same changes again and finishes the job. One bad page is a failure value, never a stop.
@@ -18,10 +20,11 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections import deque
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from pathlib import Path
 
@@ -40,11 +43,13 @@ from threadwise.core.ingest.extract import extract_evidence
 from threadwise.core.protocols import PageSource
 from threadwise.core.types import Page, PageFailure
 from threadwise.db.sync_tables import utcnow
-from threadwise.index.indexer import Extract, index_page
-from threadwise.index.store import EvidenceIndex, PageState
+from threadwise.index.indexer import Extract, index_batch
+from threadwise.index.store import EmbedCounts, EvidenceIndex, PageState
 from threadwise.sync.store import RunCounts, SyncState, SyncStore
 
 log = logging.getLogger(__name__)
+
+Progress = Callable[[int, int], None]  # (pages done, pages to fetch) of the space being synced
 
 CQL_OVERLAP = timedelta(hours=26)  # CQL reads dates in the token user's zone (UTC-12..+14), plus clock skew
 
@@ -61,14 +66,16 @@ class SyncReport:
     error: str = ""
     duration_s: float = 0.0
     run_id: int | None = None
+    vectors: EmbedCounts = field(default_factory=EmbedCounts)  # evidences written; texts embedded, reused from the cache, shared
 
     def summary(self) -> str:
-        c = self.counts
+        c, v = self.counts, self.vectors
         if self.status in ("failed", "busy"):
             return f"{self.space}: {self.status}: {self.error}"
         text = (
             f"{self.space}: {c.pages} pages, {c.added} added, {c.updated} updated, {c.deleted} deleted, "
-            f"{c.unchanged} unchanged, {c.failed} failed ({self.duration_s:.1f}s)"
+            f"{c.unchanged} unchanged, {c.failed} failed; {v.embedded} texts embedded, "
+            f"{v.cached + v.shared} reused ({self.duration_s:.1f}s)"
         )
         return text + "".join(f"\n  failed: {f.title or f.page_id}: {f.reason}" for f in self.failures)
 
@@ -86,6 +93,7 @@ class SpaceSyncer:
         extract: Extract = extract_evidence,
         overlap: timedelta = CQL_OVERLAP,
         fetch_workers: int = 4,
+        batch_pages: int = 16,
     ) -> None:
         """`client` None: Confluence is not configured; syncs fail with that reason, purging still works."""
         self.client = client
@@ -95,6 +103,7 @@ class SpaceSyncer:
         self.extract = extract
         self.overlap = overlap
         self.fetch_workers = fetch_workers
+        self.batch_pages = batch_pages  # pages per call to the embedder
 
     @contextmanager
     def locked(self, space: str, *, wait_s: float = 0.0) -> Iterator[None]:
@@ -110,11 +119,18 @@ class SpaceSyncer:
         finally:
             lock.release()
 
-    def sync(self, scope: SpaceScope, *, full: bool = False, trigger: str = "manual") -> SyncReport:
+    def sync(
+        self,
+        scope: SpaceScope,
+        *,
+        full: bool = False,
+        trigger: str = "manual",
+        progress: Progress | None = None,
+    ) -> SyncReport:
         """Bring the index up to date with the space; never raises for Confluence trouble or bad pages."""
         try:
             with self.locked(scope.space):
-                return self._sync_locked(scope, full=full, trigger=trigger)
+                return self._sync_locked(scope, full=full, trigger=trigger, progress=progress)
         except SyncBusyError as e:
             return SyncReport(space=scope.space, full=full, status="busy", error=str(e))
 
@@ -127,14 +143,16 @@ class SpaceSyncer:
             return removed
 
     # ----- one run -----
-    def _sync_locked(self, scope: SpaceScope, *, full: bool, trigger: str) -> SyncReport:
+    def _sync_locked(
+        self, scope: SpaceScope, *, full: bool, trigger: str, progress: Progress | None
+    ) -> SyncReport:
         space = scope.space
         run_id, after_crash = self.store.start_run(space, full=full, trigger=trigger)
         started = utcnow()
         run = _Run(space=space)
         finished = False
         try:
-            self._run(scope, full=full, started=started, run=run)
+            self._run(scope, full=full, started=started, run=run, progress=progress)
         except ConfluenceError as e:
             status, error = "failed", str(e)
         except BaseException as e:  # killed by an exception: record it, then let it go on
@@ -160,11 +178,14 @@ class SpaceSyncer:
             error=error,
             duration_s=duration,
             run_id=run_id,
+            vectors=run.vectors,
         )
         log.info("sync %s", report.summary())
         return report
 
-    def _run(self, scope: SpaceScope, *, full: bool, started: datetime, run: _Run) -> None:
+    def _run(
+        self, scope: SpaceScope, *, full: bool, started: datetime, run: _Run, progress: Progress | None
+    ) -> None:
         space, client = scope.space, self.client
         if client is None:
             raise ConfluenceError(NOT_CONFIGURED)
@@ -193,8 +214,22 @@ class SpaceSyncer:
 
         state = self.store.state(space)
         todo = self._pages_to_fetch(client, scope, listing, indexed, breadcrumbs, state, full=full)
+        batch: list[tuple[PageRef, Page]] = []
+        done = 0
         for ref, page in self._fetched(client, todo, space):
-            self._index_page(ref, page, indexed, run)
+            if isinstance(page, PageFailure):
+                self._count_failure(ref, page, indexed, run)
+                done += 1
+            else:
+                batch.append((ref, page))
+            if len(batch) >= self.batch_pages:
+                done += self._index_batch(batch, indexed, run)
+                batch = []
+            if progress is not None:
+                progress(done, len(todo))
+        done += self._index_batch(batch, indexed, run)
+        if progress is not None:
+            progress(done, len(todo))
 
         self.store.save_state(
             replace(
@@ -235,41 +270,55 @@ class SpaceSyncer:
     def _fetched(
         self, client: PageSource, refs: Sequence[PageRef], space: str
     ) -> Iterator[tuple[PageRef, Page | PageFailure]]:
-        """Pages in listing order, fetched a few at a time ahead of the indexing."""
-        window = max(1, self.fetch_workers) * 4
-        with ThreadPoolExecutor(max_workers=max(1, self.fetch_workers)) as pool:
-            for i in range(0, len(refs), window):
-                chunk = refs[i : i + window]
-                yield from zip(
-                    chunk,
-                    pool.map(lambda r: client.get_page(r.id, space=space, ancestors=r.ancestors), chunk),
-                    strict=True,
-                )
+        """Pages in listing order, fetched by `fetch_workers` threads up to `8 × fetch_workers` pages ahead of
+        the indexing: while the model embeds one batch, the next one arrives."""
+        workers = max(1, self.fetch_workers)
+        ahead: deque[tuple[PageRef, Future[Page | PageFailure]]] = deque()
+        upcoming = iter(refs)
+        with ThreadPoolExecutor(max_workers=workers) as pool:
 
-    def _index_page(
-        self, ref: PageRef, page: Page | PageFailure, indexed: dict[str, PageState], run: _Run
+            def submit() -> None:
+                ref = next(upcoming, None)
+                if ref is not None:
+                    future = pool.submit(client.get_page, ref.id, space=space, ancestors=ref.ancestors)
+                    ahead.append((ref, future))
+
+            for _ in range(workers * 8):
+                submit()
+            while ahead:
+                ref, future = ahead.popleft()
+                submit()
+                yield ref, future.result()
+
+    def _count_failure(
+        self, ref: PageRef, failure: PageFailure, indexed: dict[str, PageState], run: _Run
     ) -> None:
-        space = run.space
-        if isinstance(page, PageFailure):
-            if page.reason == PAGE_NOT_FOUND:  # deleted since the listing
-                if ref.id in indexed:
-                    self.index.delete_page(ref.id)
-                    run.deleted += 1
-                run.pages -= 1
-                self.store.forget_pages(space, [ref.id])
-                return
-            run.failures.append(replace(page, title=page.title or ref.title))
-            return
-        outcome = index_page(self.index, page, extract=self.extract)
-        if isinstance(outcome, PageFailure):
-            run.failures.append(replace(outcome, reason=f"unusable page: {outcome.reason}"))
-            return
-        if outcome:
+        """A page that could not be fetched is a failure, or gone when it was deleted since the listing."""
+        if failure.reason == PAGE_NOT_FOUND:
             if ref.id in indexed:
-                run.updated += 1
-            else:
-                run.added += 1
-        self.store.save_breadcrumb(space, page.id, _breadcrumb(page.ancestors))
+                self.index.delete_page(ref.id)
+                run.deleted += 1
+            run.pages -= 1
+            self.store.forget_pages(run.space, [ref.id])
+            return
+        run.failures.append(replace(failure, title=failure.title or ref.title))
+
+    def _index_batch(
+        self, batch: Sequence[tuple[PageRef, Page]], indexed: dict[str, PageState], run: _Run
+    ) -> int:
+        """Index a batch of fetched pages (one call to the embedder) and count them; returns how many."""
+        outcomes = index_batch(self.index, [p for _, p in batch], extract=self.extract, counts=run.vectors)
+        for (ref, page), outcome in zip(batch, outcomes, strict=True):
+            if isinstance(outcome, PageFailure):
+                run.failures.append(replace(outcome, reason=f"unusable page: {outcome.reason}"))
+                continue
+            if outcome:
+                if ref.id in indexed:
+                    run.updated += 1
+                else:
+                    run.added += 1
+            self.store.save_breadcrumb(run.space, page.id, _breadcrumb(page.ancestors))
+        return len(batch)
 
 
 class SyncBusyError(RuntimeError):
@@ -288,6 +337,7 @@ class _Run:
 
     def __post_init__(self) -> None:
         self.failures: list[PageFailure] = []
+        self.vectors = EmbedCounts()
 
     @property
     def changed(self) -> bool:
