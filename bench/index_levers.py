@@ -26,8 +26,9 @@ sys.path.insert(0, str(ROOT))
 from threadwise.connectors.files import load_pages  # noqa: E402
 from threadwise.core.complete.history import HistoryCompleter  # noqa: E402
 from threadwise.evaluation.run import EvalConfig, collection_name, run_eval  # noqa: E402
+from threadwise.index.embedding_cache import RowVectors  # noqa: E402
 from threadwise.index.indexer import index_pages  # noqa: E402
-from threadwise.index.store import EvidenceIndex, RowVectors  # noqa: E402
+from threadwise.index.store import EvidenceIndex  # noqa: E402
 from threadwise.models.embedders import MultilingualE5Small  # noqa: E402
 
 SHARED = ROOT.parent / "shared" / "confquestions"

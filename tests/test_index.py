@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 from threadwise.core.retrieve.retriever import RetrievalOptions, Retriever, reciprocal_rank_fusion
@@ -216,3 +217,44 @@ def test_index_page_extracts_only_what_changed_and_keeps_evidence_of_an_unusable
     assert isinstance(outcome, PageFailure) and "no text left" in outcome.reason
     index.flush()
     assert index.page_states()["1"].version == 1 and top_page(index, "TPM version") == "1"
+
+
+def test_an_edit_embeds_only_changed_texts_and_a_copy_embeds_none(tmp_path: Path) -> None:
+    from tests.support.sync_env import CountingEmbedder
+
+    embedder = CountingEmbedder(HashingEmbedder())
+    index = EvidenceIndex(directory=tmp_path / "idx", embedder=embedder)
+    assert put(index, page("1", "Alpha is first|Beta is second|Gamma is third", title="Greek"))
+    assert embedder.texts == 3
+    assert put(index, page("1", "Alpha is first|Beta is second now|Gamma is third", title="Greek", version=2))
+    assert embedder.texts == 4  # only the changed evidence
+    assert put(index, page("2", "Alpha is first|Gamma is third", title="Greek", space="COPY"))
+    assert embedder.texts == 4  # a copy with the same texts embeds nothing
+    assert index.counts.embedded == 4 and index.counts.cached == 4
+    # the cached vectors are the vectors: the copy is found like the original
+    assert {h.evidence.page_id for h in index.search_dense(embedder.embed_query("Alpha is first"), 2)} == {
+        "1",
+        "2",
+    }
+    # a new instance on the same folder (the next sync) reuses them too
+    again = EvidenceIndex(directory=tmp_path / "idx", embedder=embedder)
+    assert put(again, page("3", "Gamma is third", title="Greek"))
+    assert embedder.texts == 4
+
+
+def test_rows_may_take_their_tables_vector(tmp_path: Path) -> None:
+    """With row_vectors="table" a row costs no embedding and stays out of dense search; BM25 still finds it."""
+    from tests.support.sync_env import CountingEmbedder
+
+    embedder = CountingEmbedder(HashingEmbedder())
+    index = EvidenceIndex(directory=tmp_path / "idx", embedder=embedder, row_vectors="table")
+    p = page("1", "", title="Owners")
+    table, *rows = evidences(
+        p, ["Table: Alice build, Bob release", "Alice owns the build", "Bob owns the release"]
+    )
+    table = replace(table, kind="table", table_no=0)
+    rows = [replace(r, kind="row", table_no=0, row_no=i) for i, r in enumerate(rows)]
+    assert index.put_page(p, [table, *rows])
+    assert embedder.texts == 1 and index.counts.shared == 2
+    assert [h.evidence.kind for h in index.search_dense(embedder.embed_query("Bob release"), 5)] == ["table"]
+    assert index.search_lexical("Bob release", 1)[0].evidence.text == "Bob owns the release"

@@ -304,3 +304,18 @@ def test_a_database_that_kept_titles_and_versions_per_page_upgrades_in_place(
     fake.move_page("113", "100")  # the breadcrumbs carried over still show a move
     report = env.syncer.sync(DOCS)
     assert report.counts.updated == 1 and fetched(fake) == ["113"]
+
+
+def test_an_appended_paragraph_embeds_only_the_new_texts(env: SyncEnv, fake: FakeConfluence) -> None:
+    sections = "".join(
+        f"<h2>{h}</h2><p>{h} happens every {d}.</p>"
+        for h, d in [("Standup", "morning"), ("Review", "Friday")]
+    )
+    fake.edit_page("111", body=sections)
+    env.syncer.sync(DOCS)
+    fake.edit_page("111", body=sections + "<h2>Coffee</h2><ul><li>Bring your own mug.</li></ul>")
+    report = env.syncer.sync(DOCS)
+    v = report.vectors
+    assert report.counts.updated == 1 and v.evidences == env.index.page_states()["111"].evidence_count
+    assert 1 <= v.embedded < v.evidences and v.cached == v.evidences - v.embedded  # the rest from the cache
+    assert f"{v.embedded} texts embedded, {v.cached} reused" in report.summary()

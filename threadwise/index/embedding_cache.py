@@ -1,4 +1,5 @@
-"""A content-addressed embedding cache: one vector per distinct text a model has embedded.
+"""A content-addressed embedding cache (one vector per distinct text a model has embedded), and the road from
+evidences to their dense vectors through it.
 
 Identical evidence texts (copied pages, drafts, repeated boilerplate, the unchanged evidences of an edited page,
 a page indexed again after it was deleted, an eval collection that differs from another only in its name) are
@@ -14,9 +15,16 @@ import sqlite3
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
+
+from threadwise.core.protocols import Embedder
+from threadwise.core.types import Evidence
+
+RowVectors = Literal["own", "table"]
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS vectors (key BLOB PRIMARY KEY, vector BLOB NOT NULL, used INTEGER NOT NULL)
@@ -89,3 +97,56 @@ class EmbeddingCache:
     def size(self) -> int:
         with self._db() as db:
             return int(db.execute("SELECT COUNT(*) FROM vectors").fetchone()[0])
+
+
+@dataclass
+class EmbedCounts:
+    """Where the vectors of the evidences written came from (for reports and the benchmarks)."""
+
+    evidences: int = 0  # evidences written
+    embedded: int = 0  # texts the model embedded
+    cached: int = 0  # vectors found in the embedding cache (or repeated within a batch)
+    shared: int = 0  # table rows that took their table's vector
+
+    def add(self, other: EmbedCounts) -> None:
+        self.evidences += other.evidences
+        self.embedded += other.embedded
+        self.cached += other.cached
+        self.shared += other.shared
+
+
+def evidence_vectors(
+    evidences: Sequence[Evidence],
+    *,
+    embedder: Embedder,
+    cache: EmbeddingCache,
+    embed_chars: int,
+    row_vectors: RowVectors = "own",
+) -> tuple[np.ndarray, EmbedCounts]:
+    """Dense vectors of evidences (their first `embed_chars` contextualized characters): from `cache` where
+    the same text was embedded before, rows from their table when `row_vectors` is "table", the rest in one
+    call to the embedder (each distinct text once), which then go into the cache."""
+    out = np.zeros((len(evidences), embedder.dim), dtype=np.float32)
+    tables = {(e.page_id, e.table_no): i for i, e in enumerate(evidences) if e.kind == "table"}
+    shared = {
+        i: tables[(e.page_id, e.table_no)]
+        for i, e in enumerate(evidences)
+        if row_vectors == "table" and e.kind == "row" and (e.page_id, e.table_no) in tables
+    }
+    own = [i for i in range(len(evidences)) if i not in shared]
+    fingerprint = getattr(embedder, "fingerprint", embedder.name)
+    keys = [EmbeddingCache.key(fingerprint, evidences[i].context_text[:embed_chars]) for i in own]
+    found = cache.get(list(dict.fromkeys(keys)), embedder.dim)
+    missing = {
+        k: evidences[i].context_text[:embed_chars] for k, i in zip(keys, own, strict=True) if k not in found
+    }
+    if missing:
+        fresh = embedder.embed(list(missing.values()))
+        cache.put(list(missing), fresh)
+        found.update(zip(missing, fresh, strict=True))
+    for i, k in zip(own, keys, strict=True):
+        out[i] = found[k]
+    for i, table in shared.items():
+        out[i] = out[table]
+    counts = EmbedCounts(len(evidences), len(missing), len(own) - len(missing), len(shared))
+    return out, counts

@@ -11,7 +11,8 @@ from threadwise.core.ingest.contextualize import ContextParts
 from threadwise.core.ingest.extract import PageParseError, extract_evidence
 from threadwise.core.ingest.linearize import check_linearizer
 from threadwise.core.types import Evidence, Page, PageFailure
-from threadwise.index.store import EmbedCounts, EvidenceIndex
+from threadwise.index.embedding_cache import EmbedCounts
+from threadwise.index.store import EvidenceIndex
 
 Progress = Callable[[int, int], None]  # (done, total)
 BATCH_PAGES = 16  # pages per call to the embedder (~250 evidences on ConfQuestions); each switches on its own

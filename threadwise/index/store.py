@@ -19,7 +19,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 from filelock import FileLock
@@ -28,7 +28,7 @@ from threadwise.core.protocols import Embedder
 from threadwise.core.types import Evidence, Page, ScoredEvidence
 from threadwise.index.bm25_store import BM25Store, TokenCorpus
 from threadwise.index.chroma_store import ChromaServer, ChromaStore, evidence_from_row, row_id
-from threadwise.index.embedding_cache import EmbeddingCache
+from threadwise.index.embedding_cache import EmbedCounts, EmbeddingCache, RowVectors, evidence_vectors
 from threadwise.models.embedders import how_to_keep
 
 
@@ -59,24 +59,6 @@ class PageState:
     title: str
     evidence_count: int
 
-
-@dataclass
-class EmbedCounts:
-    """Where the vectors of the evidences written so far came from (for reports and the benchmark)."""
-
-    evidences: int = 0  # evidences written
-    embedded: int = 0  # texts the model embedded
-    cached: int = 0  # vectors found in the embedding cache (or repeated within a batch)
-    shared: int = 0  # table rows that took their table's vector
-
-    def since(self, before: EmbedCounts) -> EmbedCounts:
-        return EmbedCounts(*(a - b for a, b in zip(self.astuple(), before.astuple(), strict=True)))
-
-    def astuple(self) -> tuple[int, int, int, int]:
-        return (self.evidences, self.embedded, self.cached, self.shared)
-
-
-RowVectors = Literal["own", "table"]
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS pages (
@@ -110,7 +92,8 @@ class EvidenceIndex:
         # Dense vectors see the first `embed_chars` of the contextualized text (title, heading, then the evidence):
         # past that an averaging encoder only dilutes, and a truncating one cuts anyway. BM25 sees all of it.
         self.embed_chars = embed_chars
-        # "table": a table row takes its table's vector instead of one of its own (BM25 still reads the row)
+        # "table": a table row takes its table's vector instead of one of its own and is left out of dense
+        # search, where its table stands for it (BM25 still reads the row). Build and search alike.
         self.row_vectors = row_vectors
         self.directory.mkdir(parents=True, exist_ok=True)
         self._manifest_path = self.directory / f"{collection}.manifest.sqlite"
@@ -264,42 +247,18 @@ class EvidenceIndex:
         return written
 
     def vectors_of(self, evidences: Sequence[Evidence], *, counts: EmbedCounts | None = None) -> np.ndarray:
-        """Dense vectors for these evidences: from the embedding cache where the same text was embedded before,
-        rows from their table when `row_vectors` is "table", the rest in one call to the embedder."""
-        out = np.zeros((len(evidences), self.embedder.dim), dtype=np.float32)
-        tables = {(e.page_id, e.table_no): i for i, e in enumerate(evidences) if e.kind == "table"}
-        shared = {
-            i: tables[(e.page_id, e.table_no)]
-            for i, e in enumerate(evidences)
-            if self.row_vectors == "table" and e.kind == "row" and (e.page_id, e.table_no) in tables
-        }
-        own = [i for i in range(len(evidences)) if i not in shared]
-        embedded = 0
-        if own:
-            out[own], embedded = self._embed_cached(
-                [evidences[i].context_text[: self.embed_chars] for i in own]
-            )
-        for i, table in shared.items():
-            out[i] = out[table]
+        """Dense vectors for these evidences (see `evidence_vectors`); `counts` adds up where they came from."""
+        vectors, got = evidence_vectors(
+            evidences,
+            embedder=self.embedder,
+            cache=self.cache,
+            embed_chars=self.embed_chars,
+            row_vectors=self.row_vectors,
+        )
         for c in (self.counts, counts):
             if c is not None:
-                c.evidences += len(evidences)
-                c.embedded += embedded
-                c.cached += len(own) - embedded
-                c.shared += len(shared)
-        return out
-
-    def _embed_cached(self, texts: Sequence[str]) -> tuple[np.ndarray, int]:
-        """Vectors of `texts` from the cache, embedding (once) those it lacks; and how many were embedded."""
-        fingerprint = getattr(self.embedder, "fingerprint", self.embedder.name)
-        keys = [EmbeddingCache.key(fingerprint, t) for t in texts]
-        found = self.cache.get(list(dict.fromkeys(keys)), self.embedder.dim)
-        missing = {k: t for k, t in zip(keys, texts, strict=True) if k not in found}
-        if missing:
-            fresh = self.embedder.embed(list(missing.values()))
-            self.cache.put(list(missing), fresh)
-            found.update(zip(missing, fresh, strict=True))
-        return np.stack([found[k] for k in keys]).astype(np.float32), len(missing)
+                c.add(got)
+        return vectors
 
     def _mark_dirty(self, page_ids: Sequence[str]) -> None:
         with self._manifest() as db:
@@ -412,7 +371,10 @@ class EvidenceIndex:
     def search_dense(
         self, vector: np.ndarray, k: int, spaces: Sequence[str] | None = None
     ) -> list[ScoredEvidence]:
-        where = {"space": {"$in": list(spaces)}} if spaces else None
+        conditions: list[dict[str, Any]] = [{"space": {"$in": list(spaces)}}] if spaces else []
+        if self.row_vectors == "table":  # a row's vector is its table's: the table stands for it
+            conditions.append({"kind": {"$ne": "row"}})
+        where = conditions[0] if len(conditions) == 1 else {"$and": conditions} if conditions else None
         rows = self.chroma.query(vector, k * 2, where)
         active = self._active_of(meta["page_id"] for _rid, _sim, _doc, meta in rows)
         hits = [

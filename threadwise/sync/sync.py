@@ -43,8 +43,9 @@ from threadwise.core.ingest.extract import extract_evidence
 from threadwise.core.protocols import PageSource
 from threadwise.core.types import Page, PageFailure
 from threadwise.db.sync_tables import utcnow
+from threadwise.index.embedding_cache import EmbedCounts
 from threadwise.index.indexer import Extract, index_batch
-from threadwise.index.store import EmbedCounts, EvidenceIndex, PageState
+from threadwise.index.store import EvidenceIndex, PageState
 from threadwise.sync.store import RunCounts, SyncState, SyncStore
 
 log = logging.getLogger(__name__)
@@ -66,7 +67,8 @@ class SyncReport:
     error: str = ""
     duration_s: float = 0.0
     run_id: int | None = None
-    vectors: EmbedCounts = field(default_factory=EmbedCounts)  # evidences written; texts embedded, reused from the cache, shared
+    # evidences written; of their vectors, how many were embedded, reused from the cache, shared by rows
+    vectors: EmbedCounts = field(default_factory=EmbedCounts)
 
     def summary(self) -> str:
         c, v = self.counts, self.vectors
