@@ -126,7 +126,6 @@ def evidence_vectors(
     """Dense vectors of evidences (their first `embed_chars` contextualized characters): from `cache` where
     the same text was embedded before, rows from their table when `row_vectors` is "table", the rest in one
     call to the embedder (each distinct text once), which then go into the cache."""
-    out = np.zeros((len(evidences), embedder.dim), dtype=np.float32)
     tables = {(e.page_id, e.table_no): i for i, e in enumerate(evidences) if e.kind == "table"}
     shared = {
         i: tables[(e.page_id, e.table_no)]
@@ -144,9 +143,10 @@ def evidence_vectors(
         fresh = embedder.embed(list(missing.values()))
         cache.put(list(missing), fresh)
         found.update(zip(missing, fresh, strict=True))
-    for i, k in zip(own, keys, strict=True):
-        out[i] = found[k]
-    for i, table in shared.items():
-        out[i] = out[table]
+    vectors: dict[int, np.ndarray] = {i: found[k] for i, k in zip(own, keys, strict=True)}
+    vectors.update({i: vectors[table] for i, table in shared.items()})
+    dim = embedder.dim  # known for sure only once the model is loaded (BGE-M3 reads it from the model)
+    out = np.stack([vectors[i] for i in range(len(evidences))]) if evidences else np.zeros((0, dim))
+    out = out.astype(np.float32)
     counts = EmbedCounts(len(evidences), len(missing), len(own) - len(missing), len(shared))
     return out, counts
