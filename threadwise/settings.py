@@ -36,10 +36,31 @@ class Settings:
         return self.env.get(name, default)
 
     def flag(self, name: str, default: bool) -> bool:
-        value = self.env.get(name, "").strip().lower()
-        if not value:
-            return default
-        return value in ("1", "true", "yes", "on")
+        return env_flag(self.env, name, default)
+
+
+TRUE_WORDS = ("1", "true", "yes", "on")
+FALSE_WORDS = ("0", "false", "no", "off")
+
+
+def env_flag(env: Mapping[str, str], name: str, default: bool) -> bool:
+    """The one reading of a yes/no setting: unset or empty gives `default`; 1/true/yes/on and 0/false/no/off
+    in any case; anything else is refused with the variable's name (a typo must not flip a setting)."""
+    value = env.get(name, "").strip().lower()
+    if not value:
+        return default
+    if value in TRUE_WORDS:
+        return True
+    if value in FALSE_WORDS:
+        return False
+    raise ValueError(
+        f"{name}={env[name]!r} is not a yes/no value: use one of {', '.join(TRUE_WORDS + FALSE_WORDS)}"
+    )
+
+
+def env_list(env: Mapping[str, str], name: str) -> tuple[str, ...]:
+    """The one reading of a comma-separated setting: items stripped, empty ones dropped."""
+    return tuple(item.strip() for item in env.get(name, "").split(",") if item.strip())
 
 
 def load_settings(

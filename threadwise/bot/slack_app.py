@@ -35,6 +35,7 @@ from threadwise.bot.question import PLATFORM, Question
 from threadwise.bot.slack_actions import ActionContext, register_actions
 from threadwise.bot.slack_messenger import SlackMessenger, why
 from threadwise.conversations import ConversationService
+from threadwise.settings import env_flag, env_list
 from threadwise.sync.admin import AdminService
 
 _MENTION = re.compile(r"<@[A-Z0-9]+(?:\|[^>]*)?>")
@@ -81,21 +82,15 @@ class SlackSettings:
         (comma-separated user ids), THREADWISE_SLACK_WORKSPACE_ADMINS, THREADWISE_SLACK_FOLLOW_UPS,
         THREADWISE_SLACK_WORKERS."""
 
-        def flag(name: str, default: bool) -> bool:
-            value = env.get(name, "").strip().lower()
-            return default if not value else value in ("1", "true", "yes", "on")
-
         url = env.get("SLACK_API_URL", "").strip() or DEFAULT_API_URL
         return cls(
             bot_token=env.get("SLACK_BOT_TOKEN", "").strip(),
             signing_secret=env.get("SLACK_SIGNING_SECRET", "").strip(),
             app_token=env.get("SLACK_APP_TOKEN", "").strip(),
             api_url=url if url.endswith("/") else url + "/",
-            admin_user_ids=tuple(
-                u.strip() for u in env.get("THREADWISE_SLACK_ADMINS", "").split(",") if u.strip()
-            ),
-            workspace_admins=flag("THREADWISE_SLACK_WORKSPACE_ADMINS", True),
-            follow_ups_without_mention=flag("THREADWISE_SLACK_FOLLOW_UPS", True),
+            admin_user_ids=env_list(env, "THREADWISE_SLACK_ADMINS"),
+            workspace_admins=env_flag(env, "THREADWISE_SLACK_WORKSPACE_ADMINS", True),
+            follow_ups_without_mention=env_flag(env, "THREADWISE_SLACK_FOLLOW_UPS", True),
             answer_workers=max(1, int(env.get("THREADWISE_SLACK_WORKERS", "8") or 8)),
         )
 

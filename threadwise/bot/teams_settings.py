@@ -6,6 +6,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from threadwise.settings import env_flag, env_list
+
 
 @dataclass(frozen=True)
 class TeamsSettings:
@@ -24,19 +26,13 @@ class TeamsSettings:
         """TEAMS_CLIENT_ID, TEAMS_CLIENT_SECRET, TEAMS_TENANT_ID, THREADWISE_TEAMS_ADMINS (comma-separated),
         THREADWISE_TEAMS_ALLOW_UNAUTHENTICATED, THREADWISE_TEAMS_FOLLOW_UPS, THREADWISE_TEAMS_WORKERS."""
 
-        def flag(name: str, default: bool) -> bool:
-            value = env.get(name, "").strip().lower()
-            return default if not value else value in ("1", "true", "yes", "on")
-
         return cls(
             client_id=env.get("TEAMS_CLIENT_ID", "").strip(),
             client_secret=env.get("TEAMS_CLIENT_SECRET", "").strip(),
             tenant_id=env.get("TEAMS_TENANT_ID", "").strip(),
-            admin_ids=tuple(
-                a.strip() for a in env.get("THREADWISE_TEAMS_ADMINS", "").split(",") if a.strip()
-            ),
-            allow_unauthenticated=flag("THREADWISE_TEAMS_ALLOW_UNAUTHENTICATED", False),
-            follow_ups_without_mention=flag("THREADWISE_TEAMS_FOLLOW_UPS", True),
+            admin_ids=env_list(env, "THREADWISE_TEAMS_ADMINS"),
+            allow_unauthenticated=env_flag(env, "THREADWISE_TEAMS_ALLOW_UNAUTHENTICATED", False),
+            follow_ups_without_mention=env_flag(env, "THREADWISE_TEAMS_FOLLOW_UPS", True),
             answer_workers=max(1, int(env.get("THREADWISE_TEAMS_WORKERS", "8") or 8)),
         )
 

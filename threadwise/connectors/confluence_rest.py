@@ -21,6 +21,8 @@ from urllib.parse import urlparse
 import requests
 from atlassian.confluence import ConfluenceCloud, ConfluenceServer
 
+from threadwise.settings import env_flag
+
 log = logging.getLogger(__name__)
 
 NOT_CONFIGURED = (
@@ -90,15 +92,15 @@ class ConfluenceSettings:
         url = env.get("CONFLUENCE_URL", "").strip()
         if not url:
             return None
-        cloud_flag = env.get("CONFLUENCE_CLOUD", "").strip().lower()
+        cloud_set = bool(env.get("CONFLUENCE_CLOUD", "").strip())
         return cls(
             url=url,
             username=env.get("CONFLUENCE_USERNAME", "").strip(),
             api_token=env.get("CONFLUENCE_API_TOKEN", "").strip(),
             personal_token=env.get("CONFLUENCE_PERSONAL_TOKEN", "").strip(),
-            cloud=None if not cloud_flag else cloud_flag in ("1", "true", "yes"),
+            cloud=env_flag(env, "CONFLUENCE_CLOUD", False) if cloud_set else None,  # unset: from the URL
             timeout=float(env.get("CONFLUENCE_TIMEOUT", "30")),
-            verify=env.get("CONFLUENCE_VERIFY_SSL", "true").strip().lower() not in ("0", "false", "no"),
+            verify=env_flag(env, "CONFLUENCE_VERIFY_SSL", True),
         )
 
 
