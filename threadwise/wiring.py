@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 from functools import cached_property
-from typing import Any
+from typing import TYPE_CHECKING
 
 from threadwise.core.complete.history import HistoryCompleter
 from threadwise.core.pipeline import Pipeline
@@ -19,6 +19,16 @@ from threadwise.index.store import EvidenceIndex
 from threadwise.models.embedders import make_embedder
 from threadwise.models.llm_settings import LLMSettings, llm_settings_from_env, make_chat
 from threadwise.settings import Settings
+
+if TYPE_CHECKING:  # the types only: these modules load late, when a command first needs them
+    from sqlalchemy.orm import Session, sessionmaker
+
+    from threadwise.connectors.confluence import ConfluenceClient
+    from threadwise.conversations import ConversationService
+    from threadwise.db.conversations import ConversationStore
+    from threadwise.sync.admin import AdminService
+    from threadwise.sync.scheduler import SyncScheduler
+    from threadwise.sync.sync import SpaceSyncer
 
 log = logging.getLogger(__name__)
 
@@ -161,7 +171,7 @@ class Threadwise:
 
     # ----- state -----
     @cached_property
-    def sessions(self) -> Any:
+    def sessions(self) -> sessionmaker[Session]:
         from threadwise.db.base import make_engine, make_sessions
         from threadwise.db.schema import upgrade
 
@@ -171,13 +181,13 @@ class Threadwise:
         return make_sessions(engine)
 
     @cached_property
-    def store(self) -> Any:
+    def store(self) -> ConversationStore:
         from threadwise.db.conversations import ConversationStore
 
         return ConversationStore(sessions=self.sessions)
 
     @cached_property
-    def conversations(self) -> Any:
+    def conversations(self) -> ConversationService:
         from threadwise.conversations import ConversationService
 
         return ConversationService(
@@ -190,14 +200,14 @@ class Threadwise:
 
     # ----- Confluence, sync, admin -----
     @cached_property
-    def confluence(self) -> Any:
+    def confluence(self) -> ConfluenceClient | None:
         from threadwise.connectors.confluence import ConfluenceClient, ConfluenceSettings
 
         settings = ConfluenceSettings.from_env(self.settings.env)
         return ConfluenceClient(settings=settings) if settings is not None else None
 
     @cached_property
-    def syncer(self) -> Any:
+    def syncer(self) -> SpaceSyncer:
         from threadwise.sync.sync import SpaceSyncer
 
         return SpaceSyncer(
@@ -205,7 +215,7 @@ class Threadwise:
         )
 
     @cached_property
-    def admin(self) -> Any:
+    def admin(self) -> AdminService:
         from threadwise.sync.admin import AdminService
 
         return AdminService(
@@ -213,7 +223,7 @@ class Threadwise:
         )
 
     @cached_property
-    def scheduler(self) -> Any:
+    def scheduler(self) -> SyncScheduler:
         from threadwise.sync.scheduler import SyncScheduler
 
         minutes = float(self.settings.get("THREADWISE_SYNC_INTERVAL_MINUTES", "30"))
