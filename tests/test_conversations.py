@@ -77,6 +77,7 @@ def test_deleting_a_conversation_hides_it_but_keeps_it(tmp_path: Path) -> None:
     key = ThreadKey("cli", "l", "c", "t")
     app.conversations.ask(key, "How do I set up the dev environment?")
     cid = app.store.conversation_id(key, create=False)
+    assert cid is not None
     app.store.delete_conversation(cid)
     assert cid not in [c for c, _k, _d in app.store.conversations()]
     assert (cid, key, True) in app.store.conversations(include_deleted=True)
@@ -137,6 +138,7 @@ def test_answers_stored_by_earlier_versions_still_explain(tmp_path: Path) -> Non
     evidences = app.retriever.retrieve(fresh.completed_question).evidences
     assert any(e.cells for e in evidences) and any(e.table_no is None for e in evidences)
     cid = app.store.conversation_id(ThreadKey("cli", "l", "c", "old"))
+    assert cid is not None
     old_turn = app.store.add_turn(
         cid,
         asked_by="",
@@ -152,7 +154,8 @@ def test_answers_stored_by_earlier_versions_still_explain(tmp_path: Path) -> Non
         timings={},
         config={},
     )
-    assert [Evidence.from_dict(s) for s in app.store.turn(old_turn).sources] == evidences
+    stored = app.store.turn(old_turn)
+    assert stored is not None and [Evidence.from_dict(s) for s in stored.sources] == evidences
     old = app.conversations.explain(old_turn)
     assert old.error is None and old.result["clusters"]
     new = app.conversations.explain(fresh.turn_id)

@@ -32,7 +32,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Self
 
 import pytest
 
@@ -173,7 +173,7 @@ class FakeOpenAI:
 
     # -- lifecycle ----------------------------------------------------------------------------------------
 
-    def start(self) -> FakeOpenAI:
+    def start(self) -> Self:
         handler = type("Handler", (self._handler_class(),), {"fake": self})
         self._server = _Server((self.host, self.port), handler)
         self._server.daemon_threads = True
@@ -203,7 +203,7 @@ class FakeOpenAI:
         except KeyboardInterrupt:
             self.stop()
 
-    def __enter__(self) -> FakeOpenAI:
+    def __enter__(self) -> Self:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:

@@ -5,6 +5,7 @@ through the same `from_pretrained(folder)` path a production model folder takes.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 CORPUS = ["the tpm version is 2.0", "dell optiplex bios 1.14.0", "vacation days per year", "on call policy"]
 
@@ -40,7 +41,7 @@ def build_tiny_models(folder: Path) -> tuple[Path, Path]:
         cls_token="<s>",
         sep_token="</s>",
     )
-    config = dict(
+    config: dict[str, Any] = dict(
         vocab_size=fast.vocab_size,
         hidden_size=32,
         num_hidden_layers=2,
@@ -53,7 +54,7 @@ def build_tiny_models(folder: Path) -> tuple[Path, Path]:
     )
     embedder_dir, reranker_dir = folder / "tiny-bge-m3", folder / "tiny-bge-reranker"
     XLMRobertaModel(XLMRobertaConfig(**config)).save_pretrained(embedder_dir)
-    XLMRobertaForSequenceClassification(XLMRobertaConfig(**config, num_labels=1)).save_pretrained(
+    XLMRobertaForSequenceClassification(XLMRobertaConfig(**{**config, "num_labels": 1})).save_pretrained(
         reranker_dir
     )
     for target in (embedder_dir, reranker_dir):
