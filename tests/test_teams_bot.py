@@ -295,6 +295,17 @@ def test_admin_commands_go_through_the_admin_service_and_refuse_non_admins(run: 
 # -- failures: never silence ----------------------------------------------------------------------------
 
 
+def test_an_answer_the_connector_refuses_is_sent_again_as_plain_text(run: RunningTeams) -> None:
+    run.connector.fail(400, when=lambda body: bool(body.get("attachments")))  # e.g. a card it will not take
+    run.send.post(run.send.message(LAPTOP, where="personal", mention=False))
+    sent = wait_messages(run, PERSONAL)
+    assert "IT portal" in sent[0].body["text"] and "attachments" not in sent[0].body
+    refused = [c for c in run.connector.calls if c.status == 400]
+    assert (
+        len(refused) == 1 and refused[0].body["attachments"]
+    )  # the card was tried once, then the text alone
+
+
 def test_nothing_indexed_gets_a_clear_reply(tmp_path: Path, connector: FakeBotConnector) -> None:
     world = build_world(tmp_path, index=build_index(tmp_path / "empty", pages=()))
     with running_teams(world, connector) as run:

@@ -8,7 +8,8 @@ It answers what the Teams SDK calls when a bot replies, with the connector's JSO
     PUT  /v3/conversations/{conversation}/activities/{activity}    update an activity      -> {"id": …}
     GET  /v1/.well-known/openidconfiguration, /v1/.well-known/keys  the signing keys the bot checks tokens with
 
-Like the real connector it keeps the activities it was sent (an update of an unknown activity gets 404).
+Like the real connector it keeps the activities it was sent (an update of an unknown activity gets 404);
+`fail(status, when=…)` refuses the next matching call once.
 Every call is recorded with its body, path, Authorization header and arrival time. `sign(...)` makes a
 Bot Framework-shaped token (RS256, issuer https://api.botframework.com, audience the bot's app id,
 `serviceurl` claim) with the connector's key, which its JWKS publishes; `cloud()` is the SDK's cloud
@@ -48,6 +49,7 @@ class ConnectorCall:
     body: dict[str, Any]
     authorization: str
     at: float  # time.monotonic() on arrival
+    status: int = 200  # what the connector answered
 
 
 @dataclass
@@ -65,6 +67,12 @@ class FakeBotConnector:
         self.activities: dict[str, dict[str, dict[str, Any]]] = {}  # conversation -> id -> activity
         self.key = new_key()
         self._server: ThreadingHTTPServer | None = None
+        self._faults: list[tuple[Callable[[dict[str, Any]], bool], int]] = []
+
+    def fail(self, status: int, *, when: Callable[[dict[str, Any]], bool] = lambda body: True) -> None:
+        """Answer the next send/reply/update whose body matches `when` with HTTP `status` (once)."""
+        with self._lock:
+            self._faults.append((when, status))
 
     # -- lifecycle --------------------------------------------------------------------------------------
 
@@ -107,7 +115,7 @@ class FakeBotConnector:
                     time.sleep(connector.delay)
                 method = "update" if verb == "PUT" else ("reply" if target else "send")
                 status, answer = connector._store(method, conversation, target, body)
-                connector._record(method, conversation, target, body, self)
+                connector._record(method, conversation, target, body, self, status)
                 self._json(status, answer)
 
             def _json(self, status: int, payload: dict[str, Any]) -> None:
@@ -145,6 +153,10 @@ class FakeBotConnector:
 
     def _store(self, method: str, conversation: str, target: str, body: dict[str, Any]) -> tuple[int, dict]:
         with self._lock:
+            for fault in self._faults:
+                if fault[0](body):
+                    self._faults.remove(fault)
+                    return fault[1], {"error": {"code": "BadArgument", "message": "refused by the test"}}
             kept = self.activities.setdefault(conversation, {})
             if method == "update":
                 if target not in kept:
@@ -163,21 +175,22 @@ class FakeBotConnector:
         target: str,
         body: dict[str, Any],
         handler: BaseHTTPRequestHandler,
+        status: int = 200,
     ) -> None:
-        call = ConnectorCall(
-            method, conversation, target, body, handler.headers.get("Authorization", ""), time.monotonic()
-        )
+        authorization = handler.headers.get("Authorization", "")
+        call = ConnectorCall(method, conversation, target, body, authorization, time.monotonic(), status)
         with self._lock:
             self.calls.append(call)
             self._lock.notify_all()
 
     def sent(self, conversation: str | None = None, *, kind: str = "message") -> list[ConnectorCall]:
-        """Sends, replies and updates of activities of type `kind` ("message", "typing"), oldest first."""
+        """Accepted sends, replies and updates of activities of type `kind` ("message", "typing"), oldest first."""
         with self._lock:
             return [
                 c
                 for c in self.calls
                 if c.method in ("send", "reply", "update")
+                and c.status == 200
                 and c.body.get("type", "message") == kind
                 and (conversation is None or c.conversation == conversation)
             ]
