@@ -3,7 +3,8 @@
 `threadwise eval --answers` re-runs retrieval and completion on each call; while the answerer changes, both stay
 the same. This script keeps the top evidences of every question of the four settings (completed/conversational
 x EN/DE) in one pickle, then answers them all and prints the answer metrics per setting (and, with --dump, one
-JSON line per question to read the misses). The numbers in the README come from `threadwise eval`, not from here.
+JSON line per question to read the misses); --ceiling prints the recall of the best window an oracle could quote.
+The answer numbers in the README come from `threadwise eval`; the ceilings from here.
 
     THREADWISE_DATA_DIR=DIR PYTHONPATH=. .venv/bin/python bench/answer_dev.py --cache /tmp/hits.pkl [--dump out.jsonl]
 """
@@ -20,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from threadwise.core.answer.extractive import ExtractiveAnswerer
+from threadwise.core.answer.spans import candidate_spans
 from threadwise.core.types import PastTurn
 from threadwise.evaluation.answer_metrics import score_answers, token_f1, token_recall
 from threadwise.evaluation.dataset import load_conversations
@@ -66,12 +68,27 @@ def retrieve_all(cache: Path, limit: int | None) -> dict[str, list[dict[str, Any
     return out
 
 
+def ceiling(rows: list[dict[str, Any]], top: int, words: int) -> float:
+    """Mean token recall of the best `words`-word window (in steps of 5 words) of the top evidences' units,
+    chosen knowing the gold answer: what no extractive answer of that length can beat."""
+    total = 0.0
+    for row in rows:
+        best = 0.0
+        for evidence in row["evidences"][:top]:
+            tokens = " ".join(s.text for s in candidate_spans(evidence, 0, max_words=10**6)).split()
+            for start in range(0, max(1, len(tokens) - words + 1), 5):
+                best = max(best, token_recall(" ".join(tokens[start : start + words]), row["gold"]))
+        total += best
+    return total / len(rows) if rows else 0.0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--cache", type=Path, required=True)
     parser.add_argument("--limit", type=int)
     parser.add_argument("--dump", type=Path)
     parser.add_argument("--only", help="one setting, e.g. completed-en")
+    parser.add_argument("--ceiling", action="store_true", help="print the oracle windows' recall and stop")
     parser.add_argument(
         "--set", action="append", default=[], help="an answerer parameter, e.g. budget_words=40"
     )
@@ -79,6 +96,10 @@ def main() -> int:
     hits = (
         pickle.loads(args.cache.read_bytes()) if args.cache.exists() else retrieve_all(args.cache, args.limit)
     )
+    if args.ceiling:
+        for name, rows in hits.items():
+            print(name, " ".join(f"top{k}/{n}w {ceiling(rows, k, n):.3f}" for k, n in ((3, 50), (10, 50))))
+        return 0
     from threadwise.models.embedders import UniversalSentenceEncoder
 
     embedder = UniversalSentenceEncoder()

@@ -212,6 +212,7 @@ def compose(
     pieces = qualify_failures(pieces, evidences, asks_failure=bool(_FAILURE.search(question)), german=german)
     chunks: list[tuple[str, int]] = []
     left = budget
+    noted = False
     for k, piece in enumerate(pieces):
         if left <= 0:
             break
@@ -227,7 +228,8 @@ def compose(
                 text += _continuation(evidence, evidences, share - _words(text))
         if piece.note:
             text = f"{piece.note} {text}"
-        if evidence_is_german(evidence) != german:
+        if evidence_is_german(evidence) != german and not noted:
+            noted = True  # said once per answer
             text += language_note(source_german=not german, german=german)
         chunks.append((text, piece.span.source))
         left -= _words(text)
