@@ -303,3 +303,16 @@ def test_verbalized_headers_that_contain_is_are_read_back_whole() -> None:
     ]
     headers = table_headers(lines)
     assert verbalized_cells(lines[1], headers) == (("Severity", "SEV2"), ("Who is paged", "Primary"))
+
+
+def test_two_pages_that_disagree_are_said_to(answerer: ExtractiveAnswerer) -> None:
+    report = row(0, "Dell OptiPlex 7040", "1.14.0", "2.0", "Pass")
+    other_page = evidence(
+        "Row 1 in Table 1: Platform is Dell OptiPlex 7040, and BIOS is 1.12.0",
+        kind="row",
+        title="Hardware inventory",
+        cells=(("Platform", "Dell OptiPlex 7040"), ("BIOS", "1.12.0")),
+    )
+    answer = answerer.answer("Which BIOS does the Dell OptiPlex 7040 have?", [report, other_page])
+    assert "1.14.0" in answer.text
+    assert "Another source says otherwise: Platform: Dell OptiPlex 7040; BIOS: 1.12.0" in answer.text

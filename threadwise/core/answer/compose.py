@@ -8,6 +8,8 @@
 - What is left of the word budget goes to the chosen unit's neighbours in its evidence, nearest first.
 - A row that records a failure, chosen for a question that does not ask about failures, is put after a row
   of the same thing (same first cell, same table) that did not fail, and is labelled as a failure.
+- A row of another page that gives the same thing (same first cell) a different value in one of its columns
+  is introduced with "Another source says otherwise:".
 - A quote from a page in another language than the question's says which language it is in.
 """
 
@@ -198,6 +200,30 @@ def qualify_failures(
     return out
 
 
+def _disagrees(span: Span, other: Span) -> bool:
+    """Two rows about the same thing (same first cell) that give one column different values."""
+    if not span.cells or not other.cells or span.cells[0] != other.cells[0]:
+        return False
+    mine = dict(span.cells)
+    return any(h and h in mine and mine[h] != v for h, v in other.cells[1:])
+
+
+def mark_disagreements(
+    pieces: Sequence[Piece], evidences: Sequence[Evidence], *, german: bool
+) -> list[Piece]:
+    """A row of another page that says something else about the same thing than a row already quoted is
+    introduced as such."""
+    note = "Eine andere Quelle sagt dazu anderes:" if german else "Another source says otherwise:"
+    out: list[Piece] = []
+    for piece in pieces:
+        page = evidences[piece.span.source].page_id
+        differs = any(
+            evidences[p.span.source].page_id != page and _disagrees(p.span, piece.span) for p in out
+        )
+        out.append(Piece(piece.span, note) if differs and not piece.note else piece)
+    return out
+
+
 def compose(
     pieces: Sequence[Piece],
     evidences: Sequence[Evidence],
@@ -210,6 +236,7 @@ def compose(
 ) -> list[tuple[str, int]]:
     """The answer as (text, 0-based source) chunks, in the order the pieces were chosen."""
     pieces = qualify_failures(pieces, evidences, asks_failure=bool(_FAILURE.search(question)), german=german)
+    pieces = mark_disagreements(pieces, evidences, german=german)
     chunks: list[tuple[str, int]] = []
     left = budget
     noted = False
