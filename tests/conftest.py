@@ -1,13 +1,17 @@
-"""Session-wide fixtures: real servers started once for the whole run (tests/support/servers.py)."""
+"""Fixtures several test modules share: real servers started once for the whole run (tests/support/servers.py),
+the bots' wiki index and world (Slack and Teams tests alike), and the offline hashing embedder."""
 
 from __future__ import annotations
 
 import itertools
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
 from tests.support.servers import RunningServer, ServerUnavailable, chroma_server, postgres_server
+from tests.support.slack_world import World, build_index, build_world
+from threadwise.index.store import EvidenceIndex
 
 _databases = itertools.count(1)
 
@@ -43,3 +47,21 @@ def postgres_url(postgres: RunningServer) -> Iterator[str]:
     yield postgres.url.rsplit("/", 1)[0] + "/" + name
     with psycopg.connect(admin, autocommit=True) as conn:
         conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+
+@pytest.fixture(scope="module")
+def index(tmp_path_factory: pytest.TempPathFactory) -> EvidenceIndex:
+    """The bots' wiki pages, indexed once per test module: every test only reads them."""
+    return build_index(tmp_path_factory.mktemp("index"))
+
+
+@pytest.fixture
+def world(tmp_path: Path, index: EvidenceIndex) -> World:
+    """A fresh database and services over the shared `index` (Slack and Teams tests)."""
+    return build_world(tmp_path, index=index)
+
+
+@pytest.fixture
+def hashing_embedder(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Commands built from the environment embed with the hashing embedder (no model to load)."""
+    monkeypatch.setenv("THREADWISE_EMBEDDER", "hashing")

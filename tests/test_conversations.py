@@ -85,9 +85,11 @@ def test_deleting_a_conversation_hides_it_but_keeps_it(tmp_path: Path) -> None:
 
 
 def test_cli_ask_json_and_trace(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    hashing_embedder: None,
 ) -> None:
-    monkeypatch.setenv("THREADWISE_EMBEDDER", "hashing")
     for var in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "THREADWISE_LLM_BASE_URL"):
         monkeypatch.delenv(var, raising=False)
     args = [

@@ -61,8 +61,7 @@ def eval_args(tmp_path: Path, *flags: str, turns: list[dict[str, object]] | None
     ]
 
 
-def test_eval_command_on_the_sample_wiki(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("THREADWISE_EMBEDDER", "hashing")
+def test_eval_command_on_the_sample_wiki(tmp_path: Path, hashing_embedder: None) -> None:
     args = eval_args(tmp_path, "--answers", "--explain")
     out = tmp_path / "report.json"
     assert main(args) == 0
@@ -91,7 +90,9 @@ def test_eval_command_on_the_sample_wiki(tmp_path: Path, monkeypatch: pytest.Mon
     assert json.loads(out.read_text())["pages_embedded"] == 0
 
 
-def test_eval_with_an_llm_runs_the_judge(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_eval_with_an_llm_runs_the_judge(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, hashing_embedder: None
+) -> None:
     """With an OpenAI-compatible endpoint configured, answers come from the LLM and the paper's judge scores them."""
     from tests.support.fake_openai import FakeOpenAI, echo_first_source
 
@@ -100,7 +101,6 @@ def test_eval_with_an_llm_runs_the_judge(tmp_path: Path, monkeypatch: pytest.Mon
         return "0.5" if "reference (gold) answer" in system else echo_first_source(body)
 
     with FakeOpenAI(respond=respond, api_key="") as server:
-        monkeypatch.setenv("THREADWISE_EMBEDDER", "hashing")
         monkeypatch.setenv("THREADWISE_LLM_BASE_URL", server.url)
         out = tmp_path / "report.json"
         args = eval_args(tmp_path, "--answers")
@@ -113,11 +113,10 @@ def test_eval_with_an_llm_runs_the_judge(tmp_path: Path, monkeypatch: pytest.Mon
 
 
 def test_conversational_eval_completes_follow_ups_with_the_conversation(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, hashing_embedder: None
 ) -> None:
     """Asked alone, the follow-up misses the meeting notes; asked through the pipeline with the history the
     bots build, the completer adds the opening question and retrieval finds them first."""
-    monkeypatch.setenv("THREADWISE_EMBEDDER", "hashing")
     follow_up = "and when is it due?"
     out = tmp_path / "report.json"
     alone = [qa_turn("1", QUESTION, QUESTION), qa_turn("2", follow_up, follow_up)]

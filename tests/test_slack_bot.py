@@ -37,17 +37,6 @@ def slack() -> Iterator[FakeSlack]:
         yield fake
 
 
-@pytest.fixture(scope="module")
-def index(tmp_path_factory: pytest.TempPathFactory) -> EvidenceIndex:
-    """The wiki pages, indexed once: every test only reads them."""
-    return build_index(tmp_path_factory.mktemp("index"))
-
-
-@pytest.fixture
-def world(tmp_path: Path, index: EvidenceIndex) -> World:
-    return build_world(tmp_path, index=index)
-
-
 @pytest.fixture
 def run(world: World, slack: FakeSlack) -> Iterator[Running]:
     with running_bot(world, slack) as running:

@@ -36,17 +36,6 @@ from threadwise.index.store import EvidenceIndex
 LAPTOP = "how do I request a new laptop?"
 
 
-@pytest.fixture(scope="module")
-def index(tmp_path_factory: pytest.TempPathFactory) -> EvidenceIndex:
-    """The wiki pages, indexed once: every test only reads them."""
-    return build_index(tmp_path_factory.mktemp("index"))
-
-
-@pytest.fixture
-def world(tmp_path: Path, index: EvidenceIndex) -> World:
-    return build_world(tmp_path, index=index)
-
-
 @pytest.fixture
 def connector() -> Iterator[FakeBotConnector]:
     with FakeBotConnector() as fake:
