@@ -16,7 +16,7 @@ import httpx
 import pytest
 
 from tests.support.fake_bot_connector import ConnectorCall, FakeBotConnector, new_key
-from tests.support.fake_openai import FakeOpenAI
+from tests.support.fake_openai import FakeOpenAI, echo_first_source
 from tests.support.llm import chat_for
 from tests.support.slack_world import World, build_index, build_world
 from tests.support.teams_activities import (
@@ -302,18 +302,64 @@ def test_nothing_indexed_gets_a_clear_reply(tmp_path: Path, connector: FakeBotCo
         assert "no Confluence space has been synced" in wait_messages(run, PERSONAL)[0].body["text"]
 
 
-def test_the_llm_down_gets_a_clear_reply_without_feedback_buttons(
+def test_the_llm_down_gets_a_clear_reply_and_try_again_asks_again(
     tmp_path: Path, index: EvidenceIndex, connector: FakeBotConnector
 ) -> None:
-    with FakeOpenAI() as llm:
+    with FakeOpenAI(respond=echo_first_source) as llm:
         world = build_world(tmp_path, index=index, answerer=LLMAnswerer(chat=chat_for(llm), follow_ups=0))
         llm.fail(500, times=2)  # the call and its one retry
         with running_teams(world, connector) as run:
-            post = run.send.message(LAPTOP)
-            run.send.post(post)
-            failed = wait_messages(run, thread_of(post["id"]))[0].body
-            assert "couldn't reach the language model" in failed["text"]
-            assert "channelData" not in failed and "attachments" not in failed and "entities" not in failed
+            root, failed = ask_in_channel(run)
+            conversation = thread_of(root)
+            assert "couldn't reach the language model" in failed.body["text"]
+            assert "channelData" not in failed.body and "entities" not in failed.body  # no AI label, no 👍/👎
+            [retry] = card_of(failed)["actions"]
+            assert retry["verb"] == "retry"
+            message_id = sent_id(run, failed)
+            press = run.send.card_action(
+                "retry", retry["data"], message_id=message_id, conversation=conversation
+            )
+            assert "Asking" in run.send.post(press).json()["value"]
+            answer = wait_messages(run, conversation, 2)[1]
+            assert "IT portal" in answer.body["text"] and card_of(answer)["actions"][0]["verb"] == "explain"
+            again = run.send.card_action(
+                "retry", retry["data"], message_id=message_id, conversation=conversation
+            )
+            assert "already" in run.send.post(again).json()["value"]
+            run.bot.wait_idle()
+            assert len(messages(run, conversation)) == 2
+
+
+def test_suggested_follow_ups_are_buttons_that_ask_in_the_thread(
+    tmp_path: Path, index: EvidenceIndex, connector: FakeBotConnector
+) -> None:
+    def reply(request: dict[str, Any]) -> str:
+        prompt = "\n".join(m["content"] for m in request["messages"])
+        if "follow-up questions" in prompt:
+            return "Who approves laptop requests?\nWhere do I return my old laptop?\nHow long does approval take?"
+        return echo_first_source(request)
+
+    with FakeOpenAI(respond=reply) as llm:
+        world = build_world(tmp_path, index=index, answerer=LLMAnswerer(chat=chat_for(llm), follow_ups=3))
+        with running_teams(world, connector) as run:
+            root, answer = ask_in_channel(run)
+            conversation = thread_of(root)
+            asks = [a for a in card_of(answer)["actions"] if a["verb"] == "ask"]
+            assert [a["data"]["question"] for a in asks][1] == "Where do I return my old laptop?"
+            message_id = sent_id(run, answer)
+            press = run.send.card_action(
+                "ask", asks[1]["data"], message_id=message_id, conversation=conversation
+            )
+            run.send.post(press)
+            wait_messages(run, conversation, 2)
+            turns = run.bot.conversations.history(_key(root))
+            assert [t.question for t in turns] == [LAPTOP, "Where do I return my old laptop?"]
+            again = run.send.card_action(
+                "ask", asks[1]["data"], message_id=message_id, conversation=conversation
+            )
+            assert "already" in run.send.post(again).json()["value"]  # pressed again: not asked twice
+            run.bot.wait_idle()
+            assert len(messages(run, conversation)) == 2
 
 
 # -- authentication ---------------------------------------------------------------------------------------

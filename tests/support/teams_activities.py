@@ -101,10 +101,17 @@ class TeamsSender:
                 activity["replyToId"] = root
         return activity
 
-    def explain(
-        self, turn_id: int, *, message_id: str, conversation: str, kind: str, user: dict[str, Any] = ALICE
+    def card_action(
+        self,
+        verb: str,
+        data: dict[str, Any],
+        *,
+        message_id: str,
+        conversation: str,
+        kind: str = "channel",
+        user: dict[str, Any] = ALICE,
     ) -> dict[str, Any]:
-        """The invoke Teams sends when someone presses the Explain button (Action.Execute)."""
+        """The invoke Teams sends when someone presses an Adaptive Card `Action.Execute` button."""
         return self._base(
             {"id": conversation, "conversationType": kind},
             user,
@@ -112,10 +119,20 @@ class TeamsSender:
             name="adaptiveCard/action",
             id=self.next_id(),
             replyToId=message_id,
-            value={
-                "action": {"type": "Action.Execute", "verb": "explain", "data": {"turn_id": turn_id}},
-                "trigger": "manual",
-            },
+            value={"action": {"type": "Action.Execute", "verb": verb, "data": data}, "trigger": "manual"},
+        )
+
+    def explain(
+        self, turn_id: int, *, message_id: str, conversation: str, kind: str, user: dict[str, Any] = ALICE
+    ) -> dict[str, Any]:
+        """A press of the Explain button."""
+        return self.card_action(
+            "explain",
+            {"turn_id": turn_id},
+            message_id=message_id,
+            conversation=conversation,
+            kind=kind,
+            user=user,
         )
 
     def feedback(

@@ -308,17 +308,23 @@ class TeamsBot:
     # -- Explain ------------------------------------------------------------------------------------------
 
     async def on_card_action(self, ctx: Any) -> Any:
+        """Explain, a suggested follow-up, or Try again; the invoke's answer shows to the person who pressed."""
         action = ctx.activity.value.action
-        if action.verb != cards.EXPLAIN:
+        data = action.data if isinstance(action.data, dict) else {}
+        if action.verb == cards.ASK and isinstance(data.get("question"), str) and data["question"].strip():
+            return await self._ask_pressed(ctx.activity, data["question"].strip())
+        if action.verb not in (cards.EXPLAIN, cards.RETRY):
             log.info("ignored card action %r", action.verb)
             return cards.message_response("This button does nothing any more.")
         try:
-            turn_id = int(action.data.get("turn_id"))
+            turn_id = int(data.get("turn_id"))  # type: ignore[arg-type]
         except (TypeError, ValueError):
             return cards.message_response("This button does not name an answer.")
         turn = await asyncio.to_thread(self.conversations.get_turn, turn_id)
         if turn is None:
             return cards.message_response("I can't find this answer any more.")
+        if action.verb == cards.RETRY:
+            return await self._ask_pressed(ctx.activity, turn.question, claim=f"retry:{turn_id}")
         place = place_of(ctx.activity)
         message_id = str(ctx.activity.reply_to_id or "")
         if await asyncio.to_thread(self.claim, f"explain:{turn_id}"):
@@ -334,6 +340,17 @@ class TeamsBot:
                 "Still working on the explanation; it will appear in this conversation."
             )
         return cards.card_response(cards.explanation_card(turn, view))
+
+    async def _ask_pressed(self, activity: Any, question: str, *, claim: str | None = None) -> Any:
+        """Ask `question` in the conversation of the pressed card, once per card and question."""
+        place = place_of(activity)
+        digest = hashlib.sha1(question.encode()).hexdigest()[:12]
+        key = claim or f"ask:{activity.reply_to_id}:{digest}"
+        if not await asyncio.to_thread(self.claim, _activity_key(place, key)):
+            return cards.message_response("I asked that already: the answer is in this conversation.")
+        await self.send_async(place, TypingActivityInput())
+        self.submit(lambda: self._answer(place, question), "answering")
+        return cards.message_response(f"Asking: {question}")
 
     def _explain(self, place: Place, turn_id: int, message_id: str) -> None:
         view = self.conversations.explain(turn_id)

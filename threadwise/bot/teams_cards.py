@@ -25,7 +25,10 @@ from threadwise.core.attribute.explanation import Explanation
 
 Card = dict[str, Any]
 
-EXPLAIN = "explain"  # the Action.Execute verb of the Explain button
+EXPLAIN = "explain"  # the Action.Execute verbs: Explain, a suggested follow-up, Try again
+ASK = "ask"
+RETRY = "retry"
+MAX_FOLLOW_UPS = 3
 CARD_TYPE = "application/vnd.microsoft.card.adaptive"
 CARD_VERSION = "1.5"
 MAX_CITATIONS = 20  # Teams shows at most 20 citation entities per message
@@ -97,8 +100,24 @@ def _text_block(text: str, **extra: Any) -> dict[str, Any]:
     return {"type": "TextBlock", "text": text, "wrap": True, **extra}
 
 
+def _execute(title: str, verb: str, data: dict[str, Any], **extra: Any) -> dict[str, Any]:
+    return {"type": "Action.Execute", "title": title, "verb": verb, "data": data, **extra}
+
+
+def _card(body: list[dict[str, Any]], actions: list[dict[str, Any]]) -> Card:
+    card: Card = {
+        "type": "AdaptiveCard",
+        "$schema": "http://adaptivecards.io/schemas/adaptive-card.json",
+        "version": CARD_VERSION,
+        "body": body,
+    }
+    if actions:
+        card["actions"] = actions
+    return card
+
+
 def answer_card(turn: TurnView, *, explain_state: str = "ready", note: str = "") -> Card:
-    """The Adaptive Card under an answer: its sources and the Explain button.
+    """The Adaptive Card under an answer: its sources, the Explain button and suggested follow-ups.
 
     `explain_state`: "ready", "running" or "done" (the button then says "Show the explanation"); `note`
     adds a line under the sources (what a press of Explain did).
@@ -116,35 +135,27 @@ def answer_card(turn: TurnView, *, explain_state: str = "ready", note: str = "")
             explain_state, "🔍 Explain"
         )
         actions.append(
-            {
-                "type": "Action.Execute",
-                "title": title,
-                "verb": EXPLAIN,
-                "data": {"turn_id": turn.turn_id},
-                "isEnabled": explain_state != "running",
-            }
+            _execute(title, EXPLAIN, {"turn_id": turn.turn_id}, isEnabled=explain_state != "running")
         )
-    card: Card = {
-        "type": "AdaptiveCard",
-        "$schema": "http://adaptivecards.io/schemas/adaptive-card.json",
-        "version": CARD_VERSION,
-        "body": body or [_text_block("No sources.", isSubtle=True, size="Small")],
-    }
-    if actions:
-        card["actions"] = actions
-    return card
+    actions += [_execute("💬 " + _cut(q, 60), ASK, {"question": q}) for q in turn.follow_ups[:MAX_FOLLOW_UPS]]
+    return _card(body or [_text_block("No sources.", isSubtle=True, size="Small")], actions)
+
+
+def retry_card(turn: TurnView) -> Card:
+    """Under a failed answer: Try again (asks the same question in the same conversation)."""
+    return _card([], [_execute("🔁 Try again", RETRY, {"turn_id": turn.turn_id})])
 
 
 def answer_activity(turn: TurnView, *, explain_state: str = "ready") -> MessageActivityInput:
     """The answer message: text with citations, the AI label, 👍/👎 (not on failures) and the sources card."""
     message = MessageActivityInput(text=answer_text(turn), text_format="markdown")
-    if turn.error:  # a failure is not generated content and has nothing to rate
-        return message
+    if turn.error:  # a failure is not generated content and has nothing to rate; it can be tried again
+        return message.add_attachments(Attachment(content_type=CARD_TYPE, content=retry_card(turn)))
     message.add_ai_generated().add_feedback()
-    if turn.not_found or not turn.cited_sources:
+    if turn.not_found or not (turn.cited_sources or turn.follow_ups):
         return message
     add_citations(message, turn)
-    card = answer_card(turn, explain_state=explain_state)
+    card = answer_card(turn, explain_state=explain_state)  # sources, Explain, follow-ups
     return message.add_attachments(Attachment(content_type=CARD_TYPE, content=card))
 
 
