@@ -193,3 +193,9 @@ def test_wiring_refuses_two_embedders_at_once(tmp_path: Path) -> None:
     env = {"THREADWISE_EMBEDDINGS_BASE_URL": "http://127.0.0.1:9/v1"}
     with pytest.raises(ValueError, match="THREADWISE_EMBEDDINGS_MODEL"):
         _ = Threadwise(settings=load_settings(env=env, data_dir=tmp_path)).embedder
+    env = {"THREADWISE_EMBEDDINGS_MODEL": "m", "THREADWISE_EMBEDDINGS_CONCURRENCY": "0"}
+    with pytest.raises(ValueError, match="THREADWISE_EMBEDDINGS_CONCURRENCY='0' must be at least 1"):
+        _ = Threadwise(settings=load_settings(env=env, data_dir=tmp_path)).embedder
+    env = {"THREADWISE_RERANK_BASE_URL": "http://127.0.0.1:9", "THREADWISE_RERANK_API": "soap"}
+    with pytest.raises(ValueError, match="unknown re-rank API 'soap'"):
+        _ = Threadwise(settings=load_settings(env=env, data_dir=tmp_path)).reranker

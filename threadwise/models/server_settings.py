@@ -37,7 +37,9 @@ def _get(env: Mapping[str, str], name: str) -> str:
     return env.get(name, "").strip()
 
 
-def _number(env: Mapping[str, str], name: str, kind: type[int] | type[float], default: float) -> float:
+def _number(
+    env: Mapping[str, str], name: str, kind: type[int] | type[float], default: float, *, minimum: float = 1
+) -> float:
     text = _get(env, name)
     if not text:
         return default
@@ -45,10 +47,8 @@ def _number(env: Mapping[str, str], name: str, kind: type[int] | type[float], de
         value = kind(text)
     except ValueError:
         raise ValueError(f"{name}={text!r} is not a valid {kind.__name__}") from None
-    if value <= 0 and not name.endswith("MAX_RETRIES"):
-        raise ValueError(f"{name}={text!r} must be positive")
-    if value < 0:
-        raise ValueError(f"{name}={text!r} must not be negative")
+    if value < minimum:
+        raise ValueError(f"{name}={text!r} must be at least {minimum:g}")
     return value
 
 
@@ -77,8 +77,8 @@ def server_embedder_from_env(env: Mapping[str, str]) -> ServerEmbedder:
         passage_prefix=env.get(prefix + "PASSAGE_PREFIX", ""),
         batch_size=int(_number(env, prefix + "BATCH_SIZE", int, 32)),
         concurrency=int(_number(env, prefix + "CONCURRENCY", int, 4)),
-        timeout=_number(env, prefix + "TIMEOUT", float, DEFAULT_TIMEOUT),
-        max_retries=int(_number(env, prefix + "MAX_RETRIES", int, DEFAULT_MAX_RETRIES)),
+        timeout=_number(env, prefix + "TIMEOUT", float, DEFAULT_TIMEOUT, minimum=0.001),
+        max_retries=int(_number(env, prefix + "MAX_RETRIES", int, DEFAULT_MAX_RETRIES, minimum=0)),
     )
 
 
@@ -95,6 +95,6 @@ def server_reranker_from_env(env: Mapping[str, str]) -> ServerReranker | None:
         api=_get(env, prefix + "API").lower() or "cohere",
         batch_size=int(_number(env, prefix + "BATCH_SIZE", int, 32)),
         concurrency=int(_number(env, prefix + "CONCURRENCY", int, 4)),
-        timeout=_number(env, prefix + "TIMEOUT", float, DEFAULT_TIMEOUT),
-        max_retries=int(_number(env, prefix + "MAX_RETRIES", int, DEFAULT_MAX_RETRIES)),
+        timeout=_number(env, prefix + "TIMEOUT", float, DEFAULT_TIMEOUT, minimum=0.001),
+        max_retries=int(_number(env, prefix + "MAX_RETRIES", int, DEFAULT_MAX_RETRIES, minimum=0)),
     )
