@@ -31,3 +31,10 @@ for tables in rows tables; do $T eval --tables "$tables" --out "$OUT/tables-$tab
 .venv/bin/python bench/slack_bench.py --out "$OUT/slack.json"
 .venv/bin/python bench/teams_bench.py --out "$OUT/teams.json"
 .venv/bin/python bench/explain_llm_bench.py --latency 0.5 > "$OUT/explain-llm.json"
+
+# indexing through an embeddings server vs in-process, same model, concurrency 1/4/8
+for spec in "e5 12" "use 40"; do
+  set -- $spec
+  .venv/bin/python bench/embeddings_server_bench.py --embedder "$1" --pages "$2" --concurrency 1,4,8 \
+    --batch-size 8 --out "$OUT/embeddings-server-$1.json"
+done

@@ -93,8 +93,8 @@ class ServerEmbedder:
             self._request(["warm up"])
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
-        if not texts:
-            return np.zeros((0, self.dim), dtype=np.float32)
+        if not texts:  # a page without evidence: no request (not even to learn the size)
+            return np.zeros((0, self._dim or 0), dtype=np.float32)
         prefixed = [self.passage_prefix + t for t in texts]
         parts = self.server.map(self._request, batches(prefixed, self.batch_size))
         return np.vstack(parts)
