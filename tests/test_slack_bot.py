@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from tests.support.fake_openai import FakeOpenAI, echo_first_source
+from tests.support.fake_openai import FakeOpenAI, echo_with_follow_ups
 from tests.support.fake_slack import FakeSlack
 from tests.support.llm import chat_for
 from tests.support.slack_events import find_action
@@ -459,13 +459,7 @@ def test_behind_the_scenes_opens_the_trace_privately(run: Running) -> None:
 def test_suggested_follow_ups_are_buttons_that_ask_in_the_thread(
     tmp_path: Path, slack: FakeSlack, index: EvidenceIndex
 ) -> None:
-    def reply(request: dict[str, Any]) -> str:
-        prompt = "\n".join(m["content"] for m in request["messages"])
-        if "follow-up questions" in prompt:
-            return "Who approves laptop requests?\nWhere do I return my old laptop?\nHow long does approval take?"
-        return echo_first_source(request)
-
-    with FakeOpenAI(respond=reply) as llm:
+    with FakeOpenAI(respond=echo_with_follow_ups) as llm:
         world = build_world(tmp_path, index=index, answerer=LLMAnswerer(chat=chat_for(llm), follow_ups=3))
         with running_bot(world, slack) as run:
             ts = mention(run)

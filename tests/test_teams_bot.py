@@ -16,7 +16,7 @@ import httpx
 import pytest
 
 from tests.support.fake_bot_connector import ConnectorCall, FakeBotConnector, new_key
-from tests.support.fake_openai import FakeOpenAI, echo_first_source
+from tests.support.fake_openai import FakeOpenAI, echo_first_source, echo_with_follow_ups
 from tests.support.llm import chat_for
 from tests.support.slack_world import World, build_index, build_world
 from tests.support.teams_activities import (
@@ -333,13 +333,7 @@ def test_the_llm_down_gets_a_clear_reply_and_try_again_asks_again(
 def test_suggested_follow_ups_are_buttons_that_ask_in_the_thread(
     tmp_path: Path, index: EvidenceIndex, connector: FakeBotConnector
 ) -> None:
-    def reply(request: dict[str, Any]) -> str:
-        prompt = "\n".join(m["content"] for m in request["messages"])
-        if "follow-up questions" in prompt:
-            return "Who approves laptop requests?\nWhere do I return my old laptop?\nHow long does approval take?"
-        return echo_first_source(request)
-
-    with FakeOpenAI(respond=reply) as llm:
+    with FakeOpenAI(respond=echo_with_follow_ups) as llm:
         world = build_world(tmp_path, index=index, answerer=LLMAnswerer(chat=chat_for(llm), follow_ups=3))
         with running_teams(world, connector) as run:
             root, answer = ask_in_channel(run)

@@ -368,6 +368,21 @@ class _Handler(BaseHTTPRequestHandler):
         return status
 
 
+LAPTOP_FOLLOW_UPS = (
+    "Who approves laptop requests?",
+    "Where do I return my old laptop?",
+    "How long does approval take?",
+)
+
+
+def echo_with_follow_ups(request: dict[str, Any]) -> str:
+    """`echo_first_source`, and three laptop questions when the prompt asks for follow-up questions."""
+    prompt = "\n".join(m["content"] for m in request["messages"])
+    if "follow-up questions" in prompt:
+        return "\n".join(LAPTOP_FOLLOW_UPS)
+    return echo_first_source(request)
+
+
 def _error_body(message: str, kind: str, code: str | None) -> dict[str, Any]:
     return {"error": {"message": message, "type": kind, "param": None, "code": code}}
 
