@@ -110,3 +110,17 @@ def test_a_question_the_wiki_does_not_cover_is_not_found_in_plain_words(app: Thr
     assert answer.not_found and is_not_found(answer.text)
     assert answer.text.startswith(NOT_FOUND_PLAIN) and "The closest pages:" in answer.text
     assert answer.cited == ()
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "Who won the football world cup in 2014?",
+        "How do I bake bread?",
+        "Wie wird das Wetter morgen in Berlin?",
+        "Wann ist das nächste Sommerfest?",
+    ],
+)
+def test_questions_the_wiki_does_not_cover_are_refused(app: Threadwise, question: str) -> None:
+    answer = app.pipeline.ask(question).answer
+    assert answer.not_found and answer.cited == (), answer.text
