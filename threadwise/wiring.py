@@ -1,7 +1,8 @@
 """The composition root: reads the settings once and builds every part, each handed its collaborators.
 
-Everything is built lazily, on first use: `threadwise status` never loads an embedding model, and the
-Slack process loads it once, before the first question.
+Everything is built lazily, on first use, and each part's modules are imported only then: `threadwise
+--help` and `status` never import openai, the models or the pipeline, and the Slack process loads the models
+once, before the first question.
 """
 
 from __future__ import annotations
@@ -10,14 +11,6 @@ import logging
 from functools import cached_property
 from typing import TYPE_CHECKING
 
-from threadwise.core.complete.history import HistoryCompleter
-from threadwise.core.pipeline import Pipeline
-from threadwise.core.protocols import Answerer, Embedder, QuestionCompleter, Reranker
-from threadwise.core.retrieve.retriever import RetrievalOptions, Retriever
-from threadwise.index.chroma_store import ChromaServer
-from threadwise.index.store import EvidenceIndex
-from threadwise.models.embedders import make_embedder
-from threadwise.models.llm_settings import LLMSettings, llm_settings_from_env, make_chat
 from threadwise.settings import Settings
 
 if TYPE_CHECKING:  # the types only: these modules load late, when a command first needs them
@@ -25,6 +18,11 @@ if TYPE_CHECKING:  # the types only: these modules load late, when a command fir
 
     from threadwise.connectors.confluence import ConfluenceClient
     from threadwise.conversations import ConversationService
+    from threadwise.core.pipeline import Pipeline
+    from threadwise.core.protocols import Answerer, Embedder, QuestionCompleter, Reranker
+    from threadwise.core.retrieve.retriever import Retriever
+    from threadwise.index.store import EvidenceIndex
+    from threadwise.models.llm_settings import LLMSettings
     from threadwise.db.conversations import ConversationStore
     from threadwise.sync.admin import AdminService
     from threadwise.sync.scheduler import SyncScheduler
@@ -43,6 +41,8 @@ class Threadwise:
     # ----- models -----
     @cached_property
     def llm(self) -> dict[str, LLMSettings] | None:
+        from threadwise.models.llm_settings import llm_settings_from_env
+
         return llm_settings_from_env(self.settings.env)
 
     @cached_property
@@ -59,6 +59,8 @@ class Threadwise:
                 f"THREADWISE_EMBEDDER={chosen} and THREADWISE_EMBEDDINGS_BASE_URL/_MODEL are both set: unset "
                 "THREADWISE_EMBEDDER to embed through the server, or the THREADWISE_EMBEDDINGS_* ones to embed here"
             )
+        from threadwise.models.embedders import make_embedder
+
         embedder: Embedder = make_embedder(self.settings.embedder, model_path=self.settings.embedder_model)
         return embedder
 
@@ -74,6 +76,8 @@ class Threadwise:
             if getattr(self.embedder, "symmetric", True):
                 return self.embedder
             name = "use"
+        from threadwise.models.embedders import make_embedder
+
         embedder: Embedder = make_embedder(name, model_path=self.settings.embedder_model)
         return embedder
 
@@ -98,6 +102,9 @@ class Threadwise:
     # ----- index and pipeline -----
     @cached_property
     def index(self) -> EvidenceIndex:
+        from threadwise.index.chroma_store import ChromaServer
+        from threadwise.index.store import EvidenceIndex
+
         url = self.settings.get("THREADWISE_CHROMA_URL").strip()
         token = self.settings.get("THREADWISE_CHROMA_TOKEN").strip() or None
         return EvidenceIndex(
@@ -111,6 +118,8 @@ class Threadwise:
 
     @cached_property
     def retriever(self) -> Retriever:
+        from threadwise.core.retrieve.retriever import RetrievalOptions, Retriever
+
         return Retriever(
             index=self.index,
             embedder=self.embedder,
@@ -120,15 +129,19 @@ class Threadwise:
 
     @cached_property
     def completer(self) -> QuestionCompleter:
+        from threadwise.core.complete.history import HistoryCompleter
+
         offline = HistoryCompleter()
         if self.llm is None:
             return offline
         from threadwise.core.complete.llm import LLMCompleter
+        from threadwise.models.llm_settings import make_chat
 
         return LLMCompleter(chat=make_chat(self.llm["completion"]), fallback=offline)
 
     def _llm_answerer(self, role: str, *, follow_ups: bool) -> Answerer:
         from threadwise.core.answer.llm import LLMAnswerer
+        from threadwise.models.llm_settings import make_chat
 
         assert self.llm is not None
         return LLMAnswerer(chat=make_chat(self.llm[role]), role=role, follow_ups=3 if follow_ups else 0)
@@ -150,6 +163,8 @@ class Threadwise:
 
     @cached_property
     def pipeline(self) -> Pipeline:
+        from threadwise.core.pipeline import Pipeline
+
         config = {
             "embedder": self.embedder.name,
             "similarity_embedder": self.similarity_embedder.name,
@@ -201,25 +216,46 @@ class Threadwise:
     # ----- Confluence, sync, admin -----
     @cached_property
     def confluence(self) -> ConfluenceClient | None:
+        """The Confluence client; None when CONFLUENCE_URL is not set. A ConfluenceConfigError when it is set
+        but the rest is missing or wrong (e.g. no credentials yet)."""
         from threadwise.connectors.confluence import ConfluenceClient, ConfluenceSettings
 
         settings = ConfluenceSettings.from_env(self.settings.env)
         return ConfluenceClient(settings=settings) if settings is not None else None
 
     @cached_property
+    def confluence_problem(self) -> str | None:
+        """Why Confluence cannot be used although CONFLUENCE_URL is set; None when it can (or is not set)."""
+        from threadwise.connectors.confluence import ConfluenceConfigError
+
+        try:
+            _ = self.confluence
+        except ConfluenceConfigError as err:
+            return str(err)
+        return None
+
+    @cached_property
     def syncer(self) -> SpaceSyncer:
         from threadwise.sync.sync import SpaceSyncer
 
+        client = None if self.confluence_problem else self.confluence
         return SpaceSyncer(
-            client=self.confluence, index=self.index, sessions=self.sessions, lock_dir=self.settings.data_dir
+            client=client, index=self.index, sessions=self.sessions, lock_dir=self.settings.data_dir
         )
 
     @cached_property
     def admin(self) -> AdminService:
+        """The admin service; with a half-configured Confluence, status, list and remove still work and the
+        actions that need Confluence say what is missing."""
         from threadwise.sync.admin import AdminService
 
+        problem = self.confluence_problem
         return AdminService(
-            client=self.confluence, syncer=self.syncer, index=self.index, sessions=self.sessions
+            client=None if problem else self.confluence,
+            syncer=self.syncer,
+            index=self.index,
+            sessions=self.sessions,
+            confluence_problem=problem,
         )
 
     @cached_property

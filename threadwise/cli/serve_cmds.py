@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from threadwise.bot.doctor import Check, all_ok, render, run_check, slack_checks
-from threadwise.bot.slack_app import SlackSettings, build_slack_bot
 from threadwise.bot.teams_settings import TeamsSettings
 from threadwise.wiring import Threadwise
+
+if TYPE_CHECKING:
+    from threadwise.bot.doctor import Check
 
 Build = Callable[[], Threadwise]
 
@@ -53,6 +54,7 @@ def register(subparsers: Any, build: Build) -> None:
 
 def _serve(tw: Threadwise, args: argparse.Namespace) -> int:
     from threadwise.bot.serve import serve
+    from threadwise.bot.slack_app import SlackSettings, build_slack_bot
 
     settings = SlackSettings.from_env(tw.settings.env)
     teams = TeamsSettings.from_env(tw.settings.env)
@@ -87,6 +89,9 @@ def _serve(tw: Threadwise, args: argparse.Namespace) -> int:
 
 
 def _doctor(tw: Threadwise, args: argparse.Namespace) -> int:
+    from threadwise.bot.doctor import Check, all_ok, render, run_check, slack_checks
+    from threadwise.bot.slack_app import SlackSettings
+
     slack, teams = SlackSettings.from_env(tw.settings.env), TeamsSettings.from_env(tw.settings.env)
     if slack.bot_token or not teams.configured:
         checks = slack_checks(slack, http=args.http)
@@ -104,6 +109,8 @@ def _doctor(tw: Threadwise, args: argparse.Namespace) -> int:
 
 
 def _confluence_check(tw: Threadwise) -> Check:
+    from threadwise.bot.doctor import Check, run_check
+
     try:
         client = tw.confluence
     except Exception as err:  # e.g. a malformed CONFLUENCE_URL
@@ -133,6 +140,7 @@ def _confluence_check(tw: Threadwise) -> Check:
 
 
 def _llm_checks(tw: Threadwise) -> list[Check]:
+    from threadwise.bot.doctor import Check, run_check
     from threadwise.models.llm_settings import make_chat
 
     roles = tw.llm

@@ -28,8 +28,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from threadwise.models.openai_chat import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT, OpenAIChat
+if TYPE_CHECKING:  # openai takes ~0.6 s to import: only a command that talks to the LLM pays for it
+    from threadwise.models.openai_chat import OpenAIChat
+
+DEFAULT_TIMEOUT = 60.0  # seconds per attempt
+DEFAULT_MAX_RETRIES = 3
 
 ROLES = ("completion", "answer", "counterfactual", "judge")
 DEFAULT_MODEL = "gpt-4o-mini"
@@ -68,6 +73,8 @@ def llm_settings_from_env(env: Mapping[str, str]) -> dict[str, LLMSettings] | No
 
 def make_chat(settings: LLMSettings) -> OpenAIChat:
     """The chat model for one role's settings."""
+    from threadwise.models.openai_chat import OpenAIChat
+
     return OpenAIChat(
         model=settings.model,
         base_url=settings.base_url,

@@ -17,11 +17,9 @@ from typing import Any
 import openai
 
 from threadwise.core.protocols import ChatError
+from threadwise.models.llm_settings import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT
 
 log = logging.getLogger(__name__)
-
-DEFAULT_TIMEOUT = 60.0  # seconds per attempt
-DEFAULT_MAX_RETRIES = 3
 
 
 class OpenAIChat:
