@@ -2,4 +2,4 @@
 
 from threadwise.cli import main
 
-main()
+raise SystemExit(main())

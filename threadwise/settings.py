@@ -12,6 +12,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from threadwise.errors import ConfigError
+
 
 def default_data_dir(env: Mapping[str, str]) -> Path:
     """Per-user data folder: $XDG_DATA_HOME/threadwise or ~/.local/share/threadwise."""
@@ -70,10 +72,7 @@ def load_settings(
     merged: dict[str, str] = {}
     path = config_file or (Path(environ["THREADWISE_CONFIG"]) if environ.get("THREADWISE_CONFIG") else None)
     if path is not None:
-        if not path.exists():
-            raise FileNotFoundError(f"config file {path} does not exist")
-        with path.open("rb") as fh:
-            merged.update({k: str(v) for k, v in tomllib.load(fh).items()})
+        merged.update(read_config_file(path))
     merged.update(environ)
     folder = data_dir or (Path(merged["THREADWISE_DATA_DIR"]) if merged.get("THREADWISE_DATA_DIR") else None)
     folder = (folder or default_data_dir(merged)).expanduser()
@@ -87,5 +86,38 @@ def load_settings(
         embedder_model=embedder_model,
         similarity_embedder=merged.get("THREADWISE_SIMILARITY_EMBEDDER") or None,
         reranker_model=merged.get("THREADWISE_RERANKER_MODEL") or None,
-        top_k=int(merged.get("THREADWISE_TOP_K", "10")),
+        top_k=_int(merged, "THREADWISE_TOP_K", 10),
     )
+
+
+def read_config_file(path: Path) -> dict[str, str]:
+    """The flat TOML table in `path`; a ConfigError that names the file when it cannot be used."""
+    where = "set by --config or THREADWISE_CONFIG"
+    try:
+        with path.open("rb") as fh:
+            table = tomllib.load(fh)
+    except FileNotFoundError:
+        raise ConfigError(f"config file {path} does not exist ({where})") from None
+    except OSError as err:
+        raise ConfigError(f"config file {path} cannot be read: {err.strerror} ({where})") from None
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as err:
+        raise ConfigError(
+            f"config file {path} is not valid TOML: {err}. It is a flat table of the same names as the "
+            'environment variables, e.g. SLACK_BOT_TOKEN = "xoxb-…" (strings in quotes)'
+        ) from None
+    nested = [key for key, value in table.items() if isinstance(value, dict | list)]
+    if nested:
+        raise ConfigError(
+            f"config file {path}: {', '.join(nested)} must be plain values (a flat table, no sections or lists)"
+        )
+    return {key: str(value) for key, value in table.items()}
+
+
+def _int(env: Mapping[str, str], name: str, default: int) -> int:
+    text = env.get(name, "").strip()
+    if not text:
+        return default
+    try:
+        return int(text)
+    except ValueError:
+        raise ConfigError(f"{name}={text!r} is not a whole number") from None

@@ -1,4 +1,8 @@
-"""The `threadwise` command line: one argparse tree; each module adds its subcommands."""
+"""The `threadwise` command line: one argparse tree; each module adds its subcommands.
+
+Start-up stays light: the command modules import only argparse-level code at the top, and each command
+imports what it uses (openai, chromadb, the models, slack, atlassian) when it runs.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +13,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from threadwise.cli.errors import closed_pipe, describe_error, print_error
 from threadwise.settings import load_settings
 from threadwise.wiring import Threadwise
 
@@ -53,16 +58,22 @@ def main(argv: list[str] | None = None) -> int:
     parser, _build = make_parser()
     args = parser.parse_args(argv)
     args._state["args"] = args
-    logging.basicConfig(
-        level=logging.DEBUG if args.verbose else logging.WARNING,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
+    level = logging.DEBUG if args.verbose else logging.WARNING
+    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    for handler in logging.getLogger().handlers:  # bm25s sets its own logger to DEBUG when imported (late)
+        handler.setLevel(level)
     for noisy in ("chromadb", "httpx", "urllib3", "sentence_transformers", "bm25s", "apscheduler"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
     try:
-        return int(args.func(args) or 0)
+        code = int(args.func(args) or 0)
+        sys.stdout.flush()  # a closed pipe shows here, not at exit
+        return code
     except KeyboardInterrupt:
         return 130
-    except (ValueError, FileNotFoundError, PermissionError) as err:
-        print(f"threadwise: {err}", file=sys.stderr)
-        return 2
+    except BrokenPipeError:
+        return closed_pipe()
+    except Exception as err:
+        code, message = describe_error(err)
+        if args.verbose:
+            logging.getLogger("threadwise").exception("the command failed")
+        return print_error(message, code)

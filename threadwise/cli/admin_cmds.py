@@ -11,9 +11,13 @@ import json
 import sys
 from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from threadwise.sync.admin import AdminError, AdminService, SpaceStatus
+from threadwise.cli.errors import print_error
+from threadwise.errors import ThreadwiseError
+
+if TYPE_CHECKING:
+    from threadwise.sync.admin import AdminService, SpaceStatus
 
 
 class HasAdmin(Protocol):
@@ -30,9 +34,8 @@ def register(subparsers: Any, build: Build) -> None:
         def run(args: argparse.Namespace) -> int:
             try:
                 return handler(build().admin, args)
-            except AdminError as e:
-                print(f"error: {e}", file=sys.stderr)
-                return 1
+            except ThreadwiseError as e:  # refused (unknown space, …), or Confluence unusable
+                return print_error(str(e), e.exit_code)
 
         return run
 
@@ -105,6 +108,8 @@ def _sync(admin: AdminService, args: argparse.Namespace) -> int:
 
 def _status(admin: AdminService, args: argparse.Namespace) -> int:
     statuses = admin.status()
+    if admin.confluence_problem:  # CONFLUENCE_URL is set, but Confluence is not usable yet (as doctor says)
+        print(f"threadwise: note: {admin.confluence_problem}", file=sys.stderr)
     if args.json:
         print(json.dumps([s.to_json() for s in statuses], indent=2))
         return 0

@@ -18,6 +18,7 @@ from typing import Any
 from threadwise.connectors.confluence_rest import (
     NOT_CONFIGURED,
     ConfluenceAccessError,
+    ConfluenceConfigError,
     ConfluenceError,
     ConfluenceNotFound,
     ConfluenceSettings,
@@ -31,6 +32,7 @@ __all__ = [
     "PAGE_NOT_FOUND",
     "ConfluenceAccessError",
     "ConfluenceClient",
+    "ConfluenceConfigError",
     "ConfluenceError",
     "ConfluenceSettings",
     "ConfluenceUnavailableError",

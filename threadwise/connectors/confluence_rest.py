@@ -19,8 +19,8 @@ from typing import Any
 from urllib.parse import urlparse
 
 import requests
-from atlassian.confluence import ConfluenceCloud, ConfluenceServer
 
+from threadwise.errors import ConfigError, ThreadwiseError
 from threadwise.settings import env_flag
 
 log = logging.getLogger(__name__)
@@ -31,8 +31,12 @@ NOT_CONFIGURED = (
 )
 
 
-class ConfluenceError(RuntimeError):
+class ConfluenceError(ThreadwiseError, RuntimeError):
     """Confluence could not be used: the message says why, in words an admin can act on."""
+
+
+class ConfluenceConfigError(ConfluenceError, ConfigError):
+    """The CONFLUENCE_* settings are incomplete or wrong (e.g. CONFLUENCE_URL without credentials)."""
 
 
 class ConfluenceAccessError(ConfluenceError):
@@ -56,7 +60,8 @@ class ConfluenceSettings:
     api_token: str = field(default="", repr=False)
     personal_token: str = field(default="", repr=False)
     cloud: bool | None = None  # None: Cloud when the host is *.atlassian.net
-    timeout: float = 30.0
+    timeout: float = 30.0  # seconds to wait for a reply
+    connect_timeout: float = 10.0  # seconds to wait for a connection: an unreachable host fails within ~10 s
     verify: bool = True
     max_retries: int = 5
     backoff_s: float = 1.0  # first wait after a 5xx or timeout; doubles on each retry
@@ -64,11 +69,13 @@ class ConfluenceSettings:
 
     def __post_init__(self) -> None:
         if not self.url.startswith(("http://", "https://")):
-            raise ConfluenceError(f"CONFLUENCE_URL must start with http:// or https:// (got {self.url!r})")
+            raise ConfluenceConfigError(
+                f"CONFLUENCE_URL must start with http:// or https:// (got {self.url!r})"
+            )
         if not self.personal_token and not (self.username and self.api_token):
-            raise ConfluenceError(
-                "Confluence credentials missing: set CONFLUENCE_USERNAME and CONFLUENCE_API_TOKEN (Cloud) "
-                "or CONFLUENCE_PERSONAL_TOKEN (Server/Data Center)"
+            raise ConfluenceConfigError(
+                f"Confluence credentials missing for CONFLUENCE_URL={self.url}: set CONFLUENCE_USERNAME and "
+                "CONFLUENCE_API_TOKEN (Cloud) or CONFLUENCE_PERSONAL_TOKEN (Server/Data Center)"
             )
 
     @property
@@ -99,9 +106,21 @@ class ConfluenceSettings:
             api_token=env.get("CONFLUENCE_API_TOKEN", "").strip(),
             personal_token=env.get("CONFLUENCE_PERSONAL_TOKEN", "").strip(),
             cloud=env_flag(env, "CONFLUENCE_CLOUD", False) if cloud_set else None,  # unset: from the URL
-            timeout=float(env.get("CONFLUENCE_TIMEOUT", "30")),
+            timeout=_seconds(env, "CONFLUENCE_TIMEOUT", 30.0),
+            connect_timeout=_seconds(env, "CONFLUENCE_CONNECT_TIMEOUT", 10.0),
             verify=env_flag(env, "CONFLUENCE_VERIFY_SSL", True),
         )
+
+
+def _seconds(env: Mapping[str, str], name: str, default: float) -> float:
+    text = env.get(name, "").strip()
+    try:
+        value = float(text) if text else default
+    except ValueError:
+        value = -1.0
+    if value <= 0:
+        raise ConfluenceConfigError(f"{name}={text!r} must be a number of seconds above 0")
+    return value
 
 
 class RestSession:
@@ -119,10 +138,13 @@ class RestSession:
             common["token"] = s.personal_token
         else:
             common.update(username=s.username, password=s.api_token)
+        from atlassian.confluence import ConfluenceCloud, ConfluenceServer
+
         api_class = ConfluenceCloud if s.is_cloud else ConfluenceServer
         self._api = api_class(s.base_url, cloud=s.is_cloud, **common)
-        # the constructor rounds the timeout down to whole seconds (0.5 would become 0, an error)
-        self._api.timeout = s.timeout  # type: ignore[assignment]
+        # the constructor rounds the timeout down to whole seconds (0.5 would become 0, an error); requests
+        # takes (connect, read): a host that never answers fails after the connect timeout, not the read one
+        self._api.timeout = (min(s.connect_timeout, s.timeout), s.timeout)  # type: ignore[assignment]
 
     def close(self) -> None:
         self._api.close()
@@ -162,10 +184,23 @@ class RestSession:
         """GET `path` (below the base URL, or absolute) and decode it; raises a ConfluenceError subclass."""
         s = self.settings
         absolute = bool(urlparse(path).scheme)
+        connect_deadline = time.monotonic() + s.connect_timeout
         for attempt in range(s.max_retries + 1):
             try:
                 resp = self._api.get(path, params=params or None, absolute=absolute, advanced_mode=True)
-            except (requests.Timeout, requests.ConnectionError) as e:
+            except requests.ConnectionError as e:
+                if _never_connected(e):
+                    # nobody answers at that address: retried only until the connect timeout is spent
+                    left = connect_deadline - time.monotonic()
+                    if left <= 0 or attempt == s.max_retries:
+                        raise ConfluenceUnavailableError(
+                            f"cannot connect to Confluence at {s.base_url} ({_reason(e)}): check CONFLUENCE_URL "
+                            "and that the server is up and reachable from here"
+                        ) from None
+                    time.sleep(min(s.backoff_s * 2**attempt, left))
+                    continue
+                wait, problem = s.backoff_s * 2**attempt, f"no reply ({type(e).__name__})"
+            except requests.Timeout as e:
                 wait, problem = s.backoff_s * 2**attempt, f"no reply ({type(e).__name__})"
             else:
                 status = resp.status_code
@@ -193,8 +228,27 @@ class RestSession:
             )
             time.sleep(wait)
         raise ConfluenceUnavailableError(
-            f"Confluence kept failing for {what} ({problem}, {s.max_retries} retries)"
+            f"Confluence at {s.base_url} kept failing for {what} ({problem}, {s.max_retries} retries)"
         )
+
+
+def _never_connected(err: requests.ConnectionError) -> bool:
+    """No connection was made (refused, unknown host, connect timeout), as opposed to one that broke."""
+    text = str(err)
+    return isinstance(err, requests.ConnectTimeout) or any(
+        marker in text for marker in ("NewConnectionError", "NameResolutionError", "Connection refused")
+    )
+
+
+def _reason(err: Exception) -> str:
+    """The innermost reason of a connection error, e.g. "Connection refused", without urllib3's noise."""
+    if isinstance(err, requests.ConnectTimeout):
+        return "no answer within the connect timeout"
+    text = str(err)
+    for marker in ("Connection refused", "Name or service not known", "No route to host", "timed out"):
+        if marker in text:
+            return marker
+    return type(err).__name__
 
 
 def _retry_after(resp: requests.Response) -> float | None:

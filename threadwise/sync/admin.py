@@ -17,13 +17,20 @@ from threadwise.connectors.confluence import NOT_CONFIGURED, ConfluenceClient, C
 from threadwise.connectors.scope import SpaceScope
 from threadwise.core.types import PageFailure
 from threadwise.db.sync_tables import ChannelSpacesRow, SyncedSpaceRow, SyncRunRow, as_utc
+from threadwise.errors import ThreadwiseError
 from threadwise.index.store import EvidenceIndex
 from threadwise.sync.store import SyncStore
 from threadwise.sync.sync import Progress, SpaceSyncer, SyncBusyError, SyncReport
 
 
-class AdminError(ValueError):
+class AdminError(ThreadwiseError, ValueError):
     """A refused or failed admin action; the message is for the admin."""
+
+
+class NotConfiguredError(AdminError):
+    """The action needs Confluence, which is not (or only half) configured: a configuration error."""
+
+    exit_code = 2
 
 
 @dataclass(frozen=True)
@@ -112,18 +119,22 @@ class AdminService:
         index: EvidenceIndex,
         client: ConfluenceClient | None = None,
         syncer: SpaceSyncer | None = None,
+        confluence_problem: str | None = None,
     ) -> None:
-        """`client` and `syncer` are None when Confluence is not configured: list, status and remove still work."""
+        """`client` and `syncer` are None when Confluence is not configured: list, status and remove still work;
+        the actions that need it fail, saying what is missing (`confluence_problem`: CONFLUENCE_URL is set but
+        e.g. the credentials are not)."""
         self.sessions = sessions
         self.index = index
         self._client = client
+        self.confluence_problem = confluence_problem
         self.syncer = syncer
         self.store = SyncStore(sessions=sessions)
 
     @property
     def client(self) -> ConfluenceClient:
         if self._client is None:
-            raise AdminError(NOT_CONFIGURED)
+            raise NotConfiguredError(self.confluence_problem or NOT_CONFIGURED)
         return self._client
 
     # ----- spaces -----
