@@ -9,14 +9,17 @@ import sys
 import uuid
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from threadwise.cli.errors import print_error
 from threadwise.connectors.files import SAMPLE_WIKI_DIR
-from threadwise.conversations import TurnView, page_groups
 from threadwise.core.types import NOT_FOUND_PLAIN
-from threadwise.db.conversations import ThreadKey
-from threadwise.index.indexer import IndexReport
 from threadwise.wiring import Threadwise
+
+if TYPE_CHECKING:
+    from threadwise.conversations import TurnView
+    from threadwise.db.conversations import ThreadKey
+    from threadwise.index.indexer import IndexReport
 
 Build = Callable[[], Threadwise]
 
@@ -89,8 +92,15 @@ def use_docs(app: Threadwise, docs: Path | None) -> Threadwise:
     return local
 
 
-def render_turn(view: TurnView) -> str:
-    """The answer, then its sources grouped by page (cited pages first, then the other pages retrieved)."""
+CHAT_HINT = "/explain, /trace, /new, /quit"
+
+
+def render_turn(view: TurnView, *, hint: str) -> str:
+    """The answer (citations as "[1]", like the source list), then its sources grouped by page (cited pages
+    first, then the other pages retrieved), then `hint`: what to do next in this command."""
+    from threadwise.conversations import page_groups
+    from threadwise.core.answer.citations import rewrite_citations
+
     groups = page_groups(view.sources)
     cited_pages = {s.page_id for s in view.cited_sources}
     if view.not_found:
@@ -99,7 +109,11 @@ def render_turn(view: TurnView) -> str:
             lines.append("Closest pages: " + "; ".join(f"{_numbers(n)} {s.title}" for n, s in groups[:3]))
         lines.append("")
     else:
-        lines = [view.answer, ""]
+        known = {s.number for s in view.sources}
+        answer = rewrite_citations(
+            view.answer, lambda n: f"[{n}]" if n in known else None, n_sources=max(known, default=0)
+        )
+        lines = [answer, ""]
     if view.completed_question and view.completed_question != view.question:
         lines.insert(0, f"(understood as: {view.completed_question})\n")
     if view.cited_sources and not view.not_found:
@@ -113,7 +127,7 @@ def render_turn(view: TurnView) -> str:
         lines.append(
             "Also retrieved: " + "; ".join(f"{_numbers(n)} {s.title or s.label}" for n, s in others[:5])
         )
-    lines.append(f"(turn {view.turn_id}; /explain, /trace, /new, /quit)")
+    lines.append(f"(turn {view.turn_id}; {hint})")
     return "\n".join(lines)
 
 
@@ -123,6 +137,8 @@ def _numbers(numbers: list[int]) -> str:
 
 # ----- commands -----
 def chat(args: argparse.Namespace, build: Build) -> int:
+    from threadwise.db.conversations import ThreadKey
+
     app = use_docs(build(), args.docs)
     service = app.conversations
     user = getpass.getuser()
@@ -161,13 +177,15 @@ def chat(args: argparse.Namespace, build: Build) -> int:
             print("Commands: /explain /trace /new /quit")
         else:
             last = service.ask(key, line, user=user)
-            print("threadwise> " + render_turn(last))
+            print("threadwise> " + render_turn(last, hint=CHAT_HINT))
         print()
     return 0
 
 
 def ask(args: argparse.Namespace, build: Build) -> int:
-    app = use_docs(build(), args.docs) if args.docs else build()
+    from threadwise.db.conversations import ThreadKey
+
+    app = use_docs(build(), args.docs)  # like chat: the sample wiki when nothing is synced yet
     thread = args.thread or uuid.uuid4().hex[:12]
     view = app.conversations.ask(
         ThreadKey("cli", "local", "ask", thread), args.question, user=getpass.getuser()
@@ -194,8 +212,8 @@ def ask(args: argparse.Namespace, build: Build) -> int:
             )
         )
     else:
-        print(render_turn(view))
-        print(f"(continue with --thread {thread})")
+        hint = f"details: threadwise trace {view.turn_id}; a follow-up: threadwise ask … --thread {thread}"
+        print(render_turn(view, hint=hint))
     return 1 if view.error else 0
 
 
@@ -204,8 +222,7 @@ def trace(args: argparse.Namespace, build: Build) -> int:
     try:
         data = service.trace(args.turn_id)
     except KeyError:
-        print(f"threadwise: there is no turn {args.turn_id}", file=sys.stderr)
-        return 1
+        return print_error(f"there is no turn {args.turn_id}: each answer ends with its turn id", 1)
     print(json.dumps(data, ensure_ascii=False, indent=2) if args.json else service.trace_text(args.turn_id))
     return 0
 

@@ -117,7 +117,7 @@ class EvidenceIndex:
                     f"the index in {self.directory} ({collection}) was built with embedder {stored[0]!r}, "
                     f"not {embedder.name!r}: vectors of two models do not mix. Keep it with "
                     f"{how_to_keep(stored[0])}, or rebuild it with the new one: move {self.directory} "
-                    "away, then run `threadwise sync --full` (or `threadwise index DIR`)"
+                    "away, then run `threadwise sync --full` (or `threadwise index --docs DIR` for a folder of pages)"
                 )
         self.embedded_pages = 0  # pages embedded by this instance (for reports and tests)
         self.counts = EmbedCounts()  # where this instance's vectors came from
