@@ -17,7 +17,7 @@ from typing import Any, Protocol
 
 from slack_bolt import BoltRequest, BoltResponse
 
-from threadwise.bot.slack_app import SlackBot
+from threadwise.bot.slack_app import SlackBot, SlackSettings
 
 log = logging.getLogger(__name__)
 
@@ -89,16 +89,8 @@ class _Server(ThreadingHTTPServer):
     request_queue_size = 128  # the standard library's 5 resets connections under a burst of events
 
 
-def serve(
-    bot: SlackBot,
-    *,
-    http_port: int | None = None,
-    host: str = "0.0.0.0",
-    scheduler: Scheduler | None = None,
-    warm_up: Callable[[], None] | None = None,
-) -> None:
-    """Run until Ctrl-C or SIGTERM: the sync scheduler, then Slack (Socket Mode, or HTTP on `http_port`)."""
-    settings = bot.settings
+def require_tokens(settings: SlackSettings, *, http_port: int | None) -> None:
+    """Fail at once, before anything is built, when the tokens the chosen mode needs are missing."""
     if not settings.bot_token:
         raise ValueError("SLACK_BOT_TOKEN is not set (the Bot User OAuth Token, xoxb-…)")
     if http_port is None and not settings.app_token:
@@ -109,6 +101,18 @@ def serve(
         raise ValueError(
             "SLACK_SIGNING_SECRET is not set: HTTP mode needs it to check that requests come from Slack"
         )
+
+
+def serve(
+    bot: SlackBot,
+    *,
+    http_port: int | None = None,
+    host: str = "0.0.0.0",
+    scheduler: Scheduler | None = None,
+    warm_up: Callable[[], None] | None = None,
+) -> None:
+    """Run until Ctrl-C or SIGTERM: the sync scheduler, then Slack (Socket Mode, or HTTP on `http_port`)."""
+    require_tokens(bot.settings, http_port=http_port)
     if warm_up is not None:
         warm_up()
     if scheduler is not None:

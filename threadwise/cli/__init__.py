@@ -12,6 +12,7 @@ import logging
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import NoReturn
 
 from threadwise.cli.errors import closed_pipe, describe_error, print_error
 from threadwise.settings import load_settings
@@ -27,8 +28,16 @@ COMMAND_MODULES = (
 )
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse with the command line's one error style: `threadwise: error: …` (subcommands too), exit 2."""
+
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        self.exit(2, f"threadwise: error: {message} (see `{self.prog} --help`)\n")
+
+
 def make_parser() -> tuple[argparse.ArgumentParser, Callable[[], Threadwise]]:
-    parser = argparse.ArgumentParser(prog="threadwise", description=__doc__)
+    parser = Parser(prog="threadwise", description=__doc__)
     parser.add_argument(
         "--data-dir", type=Path, help="data folder (SQLite, Chroma, BM25); env THREADWISE_DATA_DIR"
     )
@@ -56,7 +65,10 @@ def make_parser() -> tuple[argparse.ArgumentParser, Callable[[], Threadwise]]:
 
 def main(argv: list[str] | None = None) -> int:
     parser, _build = make_parser()
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)  # usage errors exit 2 here, as `threadwise: error: …`
+    except BrokenPipeError:  # `threadwise --help | head -1`
+        return closed_pipe()
     args._state["args"] = args
     level = logging.DEBUG if args.verbose else logging.WARNING
     logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")

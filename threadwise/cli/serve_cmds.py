@@ -11,10 +11,12 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from threadwise.bot.teams_settings import TeamsSettings
+from threadwise.errors import ThreadwiseError
 from threadwise.wiring import Threadwise
 
 if TYPE_CHECKING:
     from threadwise.bot.doctor import Check
+    from threadwise.bot.slack_app import SlackSettings
 
 Build = Callable[[], Threadwise]
 
@@ -53,8 +55,10 @@ def register(subparsers: Any, build: Build) -> None:
 
 
 def _serve(tw: Threadwise, args: argparse.Namespace) -> int:
-    from threadwise.bot.serve import serve
-    from threadwise.bot.slack_app import SlackSettings, build_slack_bot
+    from urllib.error import URLError
+
+    from threadwise.bot.serve import require_tokens
+    from threadwise.bot.slack_app import SlackSettings
 
     settings = SlackSettings.from_env(tw.settings.env)
     teams = TeamsSettings.from_env(tw.settings.env)
@@ -67,6 +71,30 @@ def _serve(tw: Threadwise, args: argparse.Namespace) -> int:
         )
     if with_teams and teams.problem():
         raise ValueError(teams.problem())
+    if with_slack:
+        require_tokens(settings, http_port=args.http)  # before anything is built or loaded
+    try:
+        _run_front_ends(tw, args, settings, teams, with_slack=with_slack, with_teams=with_teams)
+    except URLError as err:  # Bolt checks the token with Slack; Socket Mode opens its connection through it
+        raise ThreadwiseError(
+            f"cannot reach Slack at {settings.api_url} ({err.reason}): check the network (and SLACK_API_URL, "
+            "if set)"
+        ) from None
+    return 0
+
+
+def _run_front_ends(
+    tw: Threadwise,
+    args: argparse.Namespace,
+    settings: SlackSettings,
+    teams: TeamsSettings,
+    *,
+    with_slack: bool,
+    with_teams: bool,
+) -> None:
+    from threadwise.bot.serve import serve
+    from threadwise.bot.slack_app import build_slack_bot
+
     scheduler = None if args.no_sync else tw.scheduler
     if scheduler is not None and tw.confluence is None:
         print("Confluence is not configured: no scheduled sync; answering from what is indexed.", flush=True)
@@ -74,7 +102,7 @@ def _serve(tw: Threadwise, args: argparse.Namespace) -> int:
     if not with_teams:
         bot = build_slack_bot(conversations=tw.conversations, admin=tw.admin, settings=settings)
         serve(bot, http_port=args.http, host=args.host, scheduler=scheduler, warm_up=tw.warm_up)
-        return 0
+        return
     from threadwise.bot.teams_serve import serve_teams
 
     with serve_teams(tw, teams, host=args.host, port=args.teams or 3978, warm_up=tw.warm_up):
@@ -85,7 +113,6 @@ def _serve(tw: Threadwise, args: argparse.Namespace) -> int:
             from threadwise.bot.teams_serve import run_until_stopped
 
             run_until_stopped(scheduler)
-    return 0
 
 
 def _doctor(tw: Threadwise, args: argparse.Namespace) -> int:
