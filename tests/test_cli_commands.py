@@ -226,7 +226,8 @@ def test_a_closed_pipe_ends_quietly(tmp_path: Path) -> None:
     """`threadwise ask … | head`: the reader goes away first; no BrokenPipeError traceback."""
     case = Case("empty", ("ask", QUESTION, "--docs", str(SAMPLE_WIKI_DIR)), 141)
     env = environment(case, tmp_path, free_port())
-    for argv in (case.argv, ("--help",)):
+    # exit 141 as for a process killed by SIGPIPE; argparse drops a --help it cannot write, then exits 0
+    for argv, codes in ((case.argv, {141}), (("--help",), {0, 141})):
         proc = subprocess.Popen(
             [sys.executable, "-m", "threadwise", *argv],
             stdout=subprocess.PIPE,
@@ -237,5 +238,5 @@ def test_a_closed_pipe_ends_quietly(tmp_path: Path) -> None:
         assert proc.stdout is not None and proc.stderr is not None
         proc.stdout.close()  # nobody reads: the first write fails with EPIPE
         err = proc.stderr.read().decode()
-        assert proc.wait(timeout=240) == 141, err
+        assert proc.wait(timeout=240) in codes, err
         assert "Traceback" not in err and "BrokenPipeError" not in err, err

@@ -67,8 +67,12 @@ def main(argv: list[str] | None = None) -> int:
     parser, _build = make_parser()
     try:
         args = parser.parse_args(argv)  # usage errors exit 2 here, as `threadwise: error: …`
-    except BrokenPipeError:  # `threadwise --help | head -1`
-        return closed_pipe()
+    except SystemExit as done:  # --help, or a usage error
+        try:
+            sys.stdout.flush()
+        except BrokenPipeError:  # `threadwise --help | head -1`
+            return closed_pipe()
+        return done.code if isinstance(done.code, int) else 2
     args._state["args"] = args
     level = logging.DEBUG if args.verbose else logging.WARNING
     logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
