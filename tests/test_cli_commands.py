@@ -34,10 +34,12 @@ class Case:
 
     @property
     def id(self) -> str:
-        return f"{self.config}: threadwise {' '.join(self.argv)}"
+        extra = "".join(f" {k}={v}" for k, v in self.env.items())
+        return f"{self.config}{extra}: threadwise {' '.join(self.argv)}"
 
 
 def cases() -> list[Case]:
+    """The matrix; each case's id is unique (the results are keyed by it)."""
     docs = str(SAMPLE_WIKI_DIR)
     chat_input = f"{QUESTION}\n/explain\n/trace\n/new\n/quit\n"
     usage, config = 2, 2
@@ -70,6 +72,15 @@ def cases() -> list[Case]:
         Case("empty", ("status", "--json"), 0, says="[]"),
         Case("empty", ("serve",), config, says="SLACK_BOT_TOKEN"),
         Case("empty", ("serve", "--http", "0"), config, says="SLACK_BOT_TOKEN"),
+        Case("empty", ("serve", "--teams", "0"), config, says="TEAMS_CLIENT_ID"),
+        Case("empty", ("teams", "package"), config, says="TEAMS_CLIENT_ID"),
+        Case(
+            "empty",
+            ("teams", "package", "--out", "app.zip", "--domain", "bot.example.com"),
+            0,
+            says="app.zip",
+            env={"TEAMS_CLIENT_ID": "00000000-0000-0000-0000-000000000001"},
+        ),
         Case("empty", ("doctor",), 1, says="SLACK_BOT_TOKEN"),
         Case("empty", ("doctor", "--http"), 1, says="SLACK_SIGNING_SECRET"),
         Case("empty", ("eval", "--docs", "/nonexistent"), usage, says="/nonexistent"),
@@ -179,6 +190,7 @@ def results(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Resu
     """Every case at once, three subprocesses at a time (each in its own data folder)."""
     base, port = tmp_path_factory.mktemp("cli"), free_port()
     all_cases = cases()
+    assert len({c.id for c in all_cases}) == len(all_cases)
     with ThreadPoolExecutor(max_workers=3) as pool:
         futures = {c.id: pool.submit(run, c, base / f"case{i}", port) for i, c in enumerate(all_cases)}
         yield {name: f.result() for name, f in futures.items()}
@@ -210,8 +222,8 @@ def documented() -> set[tuple[str, str]]:
         pairs.add((command, ""))
         usage = line.split("  ")[0]  # the usage part, before the description column
         pairs.update((command, flag) for flag in re.findall(r"--[a-z][a-z-]*", usage))
-        if command == "spaces":
-            pairs.update((command, action) for action in re.findall(r"\b(list|add|remove)\b", usage))
+        if command in ("spaces", "teams"):
+            pairs.update((command, action) for action in re.findall(r"\b(list|add|remove|package)\b", usage))
     return pairs
 
 
