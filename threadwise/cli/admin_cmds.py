@@ -103,7 +103,10 @@ def _sync(admin: AdminService, args: argparse.Namespace) -> int:
         print("No spaces configured. Add one with: threadwise spaces add KEY")
     for report in reports:
         print(report.summary())
-    return 1 if any(r.status in ("failed", "busy") for r in reports) else 0
+    failed = [r.space for r in reports if r.status in ("failed", "busy")]
+    if failed:
+        return print_error(f"the sync of {', '.join(failed)} did not finish (see above)", 1)
+    return 0
 
 
 def _status(admin: AdminService, args: argparse.Namespace) -> int:

@@ -214,7 +214,7 @@ def ask(args: argparse.Namespace, build: Build) -> int:
     else:
         hint = f"details: threadwise trace {view.turn_id}; a follow-up: threadwise ask … --thread {thread}"
         print(render_turn(view, hint=hint))
-    return 1 if view.error else 0
+    return print_error(view.error, 1) if view.error else 0
 
 
 def trace(args: argparse.Namespace, build: Build) -> int:

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from threadwise.bot.teams_settings import TeamsSettings
+from threadwise.cli.errors import print_error
 from threadwise.errors import ThreadwiseError
 from threadwise.wiring import Threadwise
 
@@ -132,7 +133,10 @@ def _doctor(tw: Threadwise, args: argparse.Namespace) -> int:
     checks.extend(_llm_checks(tw))
     checks.append(run_check("Index", lambda: _index_summary(tw)))
     print(render(checks))
-    return 0 if all_ok(checks) else 1
+    if all_ok(checks):
+        return 0
+    failed = [c.name for c in checks if not (c.ok or c.skipped)]
+    return print_error(f"{len(failed)} of {len(checks)} checks failed ({', '.join(failed)}): see ✘ above", 1)
 
 
 def _confluence_check(tw: Threadwise) -> Check:
