@@ -21,9 +21,9 @@ if TYPE_CHECKING:  # the types only: these modules load late, when a command fir
     from threadwise.core.pipeline import Pipeline
     from threadwise.core.protocols import Answerer, Embedder, QuestionCompleter, Reranker
     from threadwise.core.retrieve.retriever import Retriever
+    from threadwise.db.conversations import ConversationStore
     from threadwise.index.store import EvidenceIndex
     from threadwise.models.llm_settings import LLMSettings
-    from threadwise.db.conversations import ConversationStore
     from threadwise.sync.admin import AdminService
     from threadwise.sync.scheduler import SyncScheduler
     from threadwise.sync.sync import SpaceSyncer
