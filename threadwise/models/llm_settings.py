@@ -30,11 +30,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from threadwise.models.llm_defaults import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT
+
 if TYPE_CHECKING:  # openai takes ~0.6 s to import: only a command that talks to the LLM pays for it
     from threadwise.models.openai_chat import OpenAIChat
 
-DEFAULT_TIMEOUT = 60.0  # seconds per attempt
-DEFAULT_MAX_RETRIES = 3
 
 ROLES = ("completion", "answer", "counterfactual", "judge")
 DEFAULT_MODEL = "gpt-4o-mini"

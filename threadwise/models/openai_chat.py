@@ -17,7 +17,7 @@ from typing import Any
 import openai
 
 from threadwise.core.protocols import ChatError
-from threadwise.models.llm_settings import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT
+from threadwise.models.llm_defaults import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT
 
 log = logging.getLogger(__name__)
 
