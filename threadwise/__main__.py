@@ -1,4 +1,4 @@
-"""`python -m threadwise …` runs the CLI."""
+"""`python -m threadwise …` runs the CLI, with its exit code."""
 
 from threadwise.cli import main
 
