@@ -119,6 +119,7 @@ def _run_front_ends(
 def _doctor(tw: Threadwise, args: argparse.Namespace) -> int:
     from threadwise.bot.doctor import Check, all_ok, render, run_check, slack_checks
     from threadwise.bot.slack_app import SlackSettings
+    from threadwise.cli.backend_checks import backend_checks
 
     slack, teams = SlackSettings.from_env(tw.settings.env), TeamsSettings.from_env(tw.settings.env)
     if slack.bot_token or not teams.configured:
@@ -131,6 +132,7 @@ def _doctor(tw: Threadwise, args: argparse.Namespace) -> int:
         checks.extend(teams_checks(teams))
     checks.append(_confluence_check(tw))
     checks.extend(_llm_checks(tw))
+    checks.extend(backend_checks(tw))
     checks.append(run_check("Index", lambda: _index_summary(tw)))
     print(render(checks))
     if all_ok(checks):
