@@ -240,7 +240,11 @@ class Threadwise:
 
         client = None if self.confluence_problem else self.confluence
         return SpaceSyncer(
-            client=client, index=self.index, sessions=self.sessions, lock_dir=self.settings.data_dir
+            client=client,
+            index=self.index,
+            sessions=self.sessions,
+            lock_dir=self.settings.data_dir,
+            permissions=self.settings.permissions,
         )
 
     @cached_property

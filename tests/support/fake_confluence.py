@@ -5,16 +5,20 @@ Serves what atlassian-python-api and our client use, in the JSON shapes the Conf
   GET {ctx}/rest/api/space/{key}              one space
   GET {ctx}/rest/api/content?spaceKey=&type=page&start=&limit=&expand=   a space's pages, paged
   GET {ctx}/rest/api/content/{id}?expand=     one page (body.storage, version, ancestors, metadata.labels, space)
+  GET {ctx}/rest/api/content/{id}/restriction/byOperation/read   the page's own read restriction (users and
+                                              groups; empty lists: none, the page inherits its ancestors')
   GET {ctx}/rest/api/content/search?cql=      CQL subset: space = / space in (..), type = page,
                                               lastmodified >= "yyyy/MM/dd HH:mm", label in (..), ancestor = ID
-and, with flavor="cloud", Cloud's API v2 (cursor paging; v1 reads other than CQL search answer 410 Gone):
+and, with flavor="cloud", Cloud's API v2 (cursor paging; v1 reads other than CQL search and restrictions, which
+Cloud still serves only in v1, answer 410 Gone):
   GET {ctx}/api/v2/spaces?keys=   GET {ctx}/api/v2/spaces/{id}[/pages]   GET {ctx}/api/v2/pages/{id}
 `{ctx}` is an optional context path (`/confluence`, `/wiki`); `_links.next` is relative to it, as on a real
 server. Auth: Basic (user + API token) and Bearer (personal access token). Switchable faults (`Faults`), and
-pages can be edited, renamed, moved, relabelled, added and deleted between runs.
+pages can be edited, renamed, moved, relabelled, restricted, added and deleted between runs.
 
 Page files: ConfQuestions' shape (`id, title, url, space, content, date`) or the sample wiki's (`id, space,
-title, content` or `body`, optional `version, parent_id` or `ancestors` (titles), `labels, last_modified, url`);
+title, content` or `body`, optional `version, parent_id` or `ancestors` (titles), `labels, last_modified, url,
+read_users, read_groups`);
 a `.xml` file beside a JSON file without a body is its storage-format body.
 
 By hand:  python -m tests.support.fake_confluence --docs DIR --port 8090 [--context-path /confluence]
@@ -54,6 +58,8 @@ class Faults:
     retry_after: str = "0"  # Retry-After of every 429
     forbidden_spaces: set[str] = field(default_factory=set)  # 403 for anything in these spaces
     broken_pages: set[str] = field(default_factory=set)  # 500 for these pages' content, every time
+    # page id -> the status every read of its restrictions gets (403: the token lacks the right; 500)
+    restriction_statuses: dict[str, int] = field(default_factory=dict)
     seed: int = 7
 
 
@@ -155,6 +161,12 @@ class FakeConfluence:
         with self._lock:
             self.pages[page_id].labels = list(labels)
 
+    def restrict(self, page_id: str, *, users: Iterable[str] = (), groups: Iterable[str] = ()) -> None:
+        """Set the page's own read restriction (nothing: lift it). No new version, as in Confluence."""
+        with self._lock:
+            page = self.pages[page_id]
+            page.read_users, page.read_groups = list(users), list(groups)
+
     def add_page(self, page: FakePage) -> None:
         with self._lock:
             page.last_modified = datetime.now(UTC)
@@ -233,6 +245,25 @@ class FakeConfluence:
             r["body"] = {"storage": {"value": page.body, "representation": "storage"}}
         return r
 
+    def read_restriction_json(self, page: FakePage) -> dict[str, Any]:
+        """`GET .../restriction/byOperation/read` as Confluence answers it: users and groups named in the
+        page's own read restriction; both lists empty when it has none (it inherits, it is not "nobody")."""
+        users = [
+            {"type": "known", "username": u, "userKey": f"key-{u}", "accountId": f"acc-{u}", "displayName": u}
+            for u in page.read_users
+        ]
+        groups = [{"type": "group", "name": g, "id": f"grp-{g}"} for g in page.read_groups]
+        self_link = f"{self.url}/rest/api/content/{page.id}/restriction/byOperation/read"
+        return {
+            "operation": "read",
+            "restrictions": {
+                "user": {"results": users, "start": 0, "limit": 200, "size": len(users)},
+                "group": {"results": groups, "start": 0, "limit": 200, "size": len(groups)},
+            },
+            "_expandable": {"content": f"/rest/api/content/{page.id}"},
+            "_links": {"self": self_link, "base": self.base, "context": self.context_path},
+        }
+
     def paged(self, path: str, query: dict[str, str], items: list[Any]) -> dict[str, Any]:
         start = int(query.get("start", 0))
         limit = min(int(query.get("limit", 25)), self.max_limit)
@@ -277,7 +308,7 @@ class FakeConfluence:
             if self.flavor == "cloud":
                 if path.startswith("/api/v2/"):
                     return self._answer_v2(path, query)
-                if path != "/rest/api/content/search":
+                if path != "/rest/api/content/search" and not path.endswith("/restriction/byOperation/read"):
                     return 410, _error(410, "This deprecated endpoint has been removed (use API v2)")
             elif path.startswith("/api/v2/"):
                 return 404, _error(404, f"null for uri: {path}")
@@ -311,6 +342,17 @@ class FakeConfluence:
             except ValueError as e:
                 return 400, _error(400, str(e))
             return 200, self.paged(path, query, [self.content_json(p, expand) for p in pages])
+        m = re.fullmatch(r"/rest/api/content/([^/]+)/restriction/byOperation/read", path)
+        if m:
+            page = self.pages.get(m.group(1))
+            if page is None:
+                return 404, _error(404, f"No content found with id: {m.group(1)}")
+            status = self.faults.restriction_statuses.get(page.id)
+            if page.space in self.faults.forbidden_spaces or status == 403:
+                return 403, _error(403, "Not permitted to view restrictions")
+            if status is not None:
+                return status, _error(status, "java.lang.IllegalStateException")
+            return 200, self.read_restriction_json(page)
         m = re.fullmatch(r"/rest/api/content/([^/]+)", path)
         if m:
             page = self.pages.get(m.group(1))

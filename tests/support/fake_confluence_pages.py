@@ -23,6 +23,9 @@ class FakePage:
     last_modified: datetime = field(default_factory=lambda: datetime(2024, 11, 15, tzinfo=UTC))
     url: str = ""  # the page's web URL; derived from the public base when empty
     ancestor_titles: list[str] = field(default_factory=list)  # a breadcrumb without pages behind it
+    # the page's own read restriction (users by username, groups by name); both empty: none, it inherits
+    read_users: list[str] = field(default_factory=list)
+    read_groups: list[str] = field(default_factory=list)
 
 
 # ----- a small wiki for tests -----
@@ -79,6 +82,8 @@ def _page_from_doc(doc: dict[str, Any], path: Path) -> FakePage:
         last_modified=modified if modified.tzinfo else modified.replace(tzinfo=UTC),
         url=str(doc.get("url", "")),
         ancestor_titles=[str(t) for t in doc.get("ancestors", [])],
+        read_users=[str(u) for u in doc.get("read_users", [])],
+        read_groups=[str(g) for g in doc.get("read_groups", [])],
     )
 
 

@@ -31,6 +31,7 @@ class Check:
     ok: bool
     detail: str  # what works, or exactly what is wrong and how to fix it
     skipped: bool = False
+    warning: bool = False  # works, but the admin should know (e.g. THREADWISE_PERMISSIONS=off)
 
 
 def run_check(name: str, check: Callable[[], str]) -> Check:
@@ -107,10 +108,10 @@ def slack_checks(settings: SlackSettings, *, http: bool, client: WebClient | Non
 
 
 def render(checks: Iterable[Check]) -> str:
-    """One line per check: ✔ / ✘ / – name: detail."""
+    """One line per check: ✔ / ✘ / ! (a warning) / – name: detail."""
     lines = []
     for c in checks:
-        mark = "–" if c.skipped else ("✔" if c.ok else "✘")
+        mark = "–" if c.skipped else ("✘" if not c.ok else ("!" if c.warning else "✔"))
         lines.append(f"{mark} {c.name}: {c.detail}")
     return "\n".join(lines)
 

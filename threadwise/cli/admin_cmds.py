@@ -126,6 +126,8 @@ def _status(admin: AdminService, args: argparse.Namespace) -> int:
 def format_status(s: SpaceStatus) -> str:
     """A few readable lines about one space."""
     lines = [f"{s.key} ({s.name}): {s.pages} pages, {s.evidences} evidences; {s.scope}"]
+    if s.restricted_pages:
+        lines.append(f"  {s.restricted_pages} pages left out as restricted (see status --json for which)")
     run = s.last_run
     if run is None:
         lines.append("  never synced")

@@ -131,6 +131,7 @@ def _doctor(tw: Threadwise, args: argparse.Namespace) -> int:
 
         checks.extend(teams_checks(teams))
     checks.append(_confluence_check(tw))
+    checks.append(_permissions_check(tw))
     checks.extend(_llm_checks(tw))
     checks.extend(backend_checks(tw))
     checks.append(run_check("Index", lambda: _index_summary(tw)))
@@ -170,6 +171,26 @@ def _confluence_check(tw: Threadwise) -> Check:
         )
 
     return run_check("Confluence", reach)
+
+
+def _permissions_check(tw: Threadwise) -> Check:
+    from threadwise.bot.doctor import Check
+
+    if tw.settings.permissions == "off":
+        return Check(
+            "Permissions",
+            True,
+            "THREADWISE_PERMISSIONS=off: restricted Confluence pages are indexed too, and anyone who can reach "
+            "the bot may get answers from them; keep it only for a wiki that is entirely public",
+            warning=True,
+        )
+    left_out = sum(s.restricted_pages for s in tw.admin.status())
+    return Check(
+        "Permissions",
+        True,
+        f"open-pages: pages with a read restriction on themselves or an ancestor are not indexed "
+        f"({left_out} left out as restricted)",
+    )
 
 
 def _llm_checks(tw: Threadwise) -> list[Check]:

@@ -156,6 +156,15 @@ class PageFailure:
     reason: str
 
 
+@dataclass(frozen=True)
+class RestrictedPage:
+    """A page left out of the index because Confluence restricts who may read it, or would not say who may."""
+
+    page_id: str
+    title: str
+    reason: str
+
+
 # --- retrieval
 
 

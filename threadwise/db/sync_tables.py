@@ -48,6 +48,10 @@ class SpaceSyncStateRow(Base):
     )  # start of last good run
     last_full_sync_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
     retry_page_ids: Mapped[list[str]] = mapped_column(JSON, default=list)
+    # THREADWISE_PERMISSIONS of the last good run (a change re-checks every page's restrictions), and the
+    # pages that run left out as restricted: [{page_id, title, reason}]
+    permissions: Mapped[str | None] = mapped_column(String(32), nullable=True)
+    restricted_pages: Mapped[list[dict[str, str]] | None] = mapped_column(JSON, nullable=True, default=list)
 
 
 class SyncedPageRow(Base):

@@ -15,7 +15,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from threadwise.connectors.confluence import NOT_CONFIGURED, ConfluenceClient, ConfluenceError, SpaceInfo
 from threadwise.connectors.scope import SpaceScope
-from threadwise.core.types import PageFailure
+from threadwise.core.types import PageFailure, RestrictedPage
 from threadwise.db.sync_tables import ChannelSpacesRow, SyncedSpaceRow, SyncRunRow, as_utc
 from threadwise.errors import ThreadwiseError
 from threadwise.index.store import EvidenceIndex
@@ -97,6 +97,9 @@ class SpaceStatus:
     evidences: int
     last_run: RunSummary | None
     last_success_at: datetime | None  # start of the last run that completed (the sync cursor)
+    # pages the last completed sync left out as restricted (THREADWISE_PERMISSIONS=open-pages), with why
+    restricted_pages: int = 0
+    left_out: tuple[RestrictedPage, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         def plain(v: Any) -> Any:
@@ -251,6 +254,7 @@ class AdminService:
     def _status(self, key: str, config: SpaceConfig | None) -> SpaceStatus:
         states = self.index.page_states(key)
         last = self.store.last_run(key)
+        state = self.store.state(key)
         return SpaceStatus(
             key=key,
             name=config.name if config else key,
@@ -260,7 +264,9 @@ class AdminService:
             pages=len(states),
             evidences=sum(s.evidence_count for s in states.values()),
             last_run=RunSummary.of(last) if last else None,
-            last_success_at=self.store.state(key).cursor,
+            last_success_at=state.cursor,
+            restricted_pages=len(state.restricted),
+            left_out=state.restricted,
         )
 
     # ----- per-channel spaces -----

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from datetime import datetime
 
 from sqlalchemy import delete, select
 from sqlalchemy.orm import Session, sessionmaker
 
-from threadwise.core.types import PageFailure
+from threadwise.core.types import PageFailure, RestrictedPage
 from threadwise.db.sync_tables import SpaceSyncStateRow, SyncedPageRow, SyncRunRow, as_utc, utcnow
 
 
@@ -19,6 +19,8 @@ class SyncState:
     cursor: datetime | None = None  # start of the last successful run (UTC)
     last_full_sync_at: datetime | None = None
     retry_page_ids: tuple[str, ...] = ()
+    permissions: str | None = None  # the policy of the last good run; None: before policies existed
+    restricted: tuple[RestrictedPage, ...] = ()  # left out by the last good run
 
 
 @dataclass(frozen=True)
@@ -46,6 +48,8 @@ class SyncStore:
                 cursor=as_utc(row.cursor),
                 last_full_sync_at=as_utc(row.last_full_sync_at),
                 retry_page_ids=tuple(row.retry_page_ids or ()),
+                permissions=row.permissions,
+                restricted=tuple(RestrictedPage(**r) for r in row.restricted_pages or ()),
             )
 
     def save_state(self, state: SyncState) -> None:
@@ -54,6 +58,8 @@ class SyncStore:
             row.cursor = state.cursor
             row.last_full_sync_at = state.last_full_sync_at
             row.retry_page_ids = list(state.retry_page_ids)
+            row.permissions = state.permissions
+            row.restricted_pages = [asdict(r) for r in state.restricted]
             s.add(row)
 
     # ----- per-page: the breadcrumb each page was indexed with (title and version: the index's manifest) -----

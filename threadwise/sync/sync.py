@@ -7,6 +7,10 @@ One run, holding the space's lock (a file lock, so it holds across processes):
    successful run (minus a safety overlap) whose version differs from the index, pages in scope but not in
    the index, pages whose title (in the index's manifest) or breadcrumb (kept per page in `synced_pages`)
    changed (a renamed ancestor, a move), and last run's failures;
+   under THREADWISE_PERMISSIONS=open-pages, leave out the pages to fetch that have a read restriction on
+   themselves or an ancestor (all listed pages when the policy changed): nothing of them is fetched or
+   stored, and what the index held of them is removed. Restrictions change without a new version, so a
+   page restricted later is seen by the next full sync (pages left out are re-checked on every run);
 4. fetch them a few at a time ahead of the indexing (the fetching threads work while the model embeds) and
    hand them in batches to `index_batch`, the folder indexer's road too: nothing is extracted or embedded
    when version and content hash are unchanged, texts embedded before come from the index's embedding
@@ -41,7 +45,7 @@ from threadwise.connectors.confluence import (
 from threadwise.connectors.scope import SpaceScope
 from threadwise.core.ingest.extract import extract_evidence
 from threadwise.core.protocols import PageSource
-from threadwise.core.types import Page, PageFailure
+from threadwise.core.types import Page, PageFailure, RestrictedPage
 from threadwise.db.sync_tables import utcnow
 from threadwise.index.embedding_cache import EmbedCounts
 from threadwise.index.indexer import Extract, index_batch
@@ -69,6 +73,7 @@ class SyncReport:
     run_id: int | None = None
     # evidences written; of their vectors, how many were embedded, reused from the cache, shared by rows
     vectors: EmbedCounts = field(default_factory=EmbedCounts)
+    restricted: tuple[RestrictedPage, ...] = ()  # left out under THREADWISE_PERMISSIONS=open-pages
 
     def summary(self) -> str:
         c, v = self.counts, self.vectors
@@ -79,7 +84,10 @@ class SyncReport:
             f"{c.unchanged} unchanged, {c.failed} failed; {v.embedded} texts embedded, "
             f"{v.cached + v.shared} reused ({self.duration_s:.1f}s)"
         )
-        return text + "".join(f"\n  failed: {f.title or f.page_id}: {f.reason}" for f in self.failures)
+        if self.restricted:
+            text += f"; {len(self.restricted)} left out as restricted"
+        text += "".join(f"\n  failed: {f.title or f.page_id}: {f.reason}" for f in self.failures)
+        return text + "".join(f"\n  left out: {r.title or r.page_id}: {r.reason}" for r in self.restricted)
 
 
 class SpaceSyncer:
@@ -96,8 +104,10 @@ class SpaceSyncer:
         overlap: timedelta = CQL_OVERLAP,
         fetch_workers: int = 4,
         batch_pages: int = 16,
+        permissions: str = "open-pages",
     ) -> None:
-        """`client` None: Confluence is not configured; syncs fail with that reason, purging still works."""
+        """`client` None: Confluence is not configured; syncs fail with that reason, purging still works.
+        `permissions`: THREADWISE_PERMISSIONS, `open-pages` (restricted pages are never indexed) or `off`."""
         self.client = client
         self.index = index
         self.store = SyncStore(sessions=sessions)
@@ -106,6 +116,7 @@ class SpaceSyncer:
         self.overlap = overlap
         self.fetch_workers = fetch_workers
         self.batch_pages = batch_pages  # pages per call to the embedder
+        self.permissions = permissions
 
     @contextmanager
     def locked(self, space: str, *, wait_s: float = 0.0) -> Iterator[None]:
@@ -181,6 +192,7 @@ class SpaceSyncer:
             duration_s=duration,
             run_id=run_id,
             vectors=run.vectors,
+            restricted=tuple(run.restricted),
         )
         log.info("sync %s", report.summary())
         return report
@@ -216,6 +228,10 @@ class SpaceSyncer:
 
         state = self.store.state(space)
         todo = self._pages_to_fetch(client, scope, listing, indexed, breadcrumbs, state, full=full)
+        if self.permissions == "open-pages":
+            checked = todo if state.permissions == self.permissions else list(listing.values())
+            restricted = client.restricted_pages(checked, space=space, workers=self.fetch_workers)
+            todo = self._leave_out(restricted, todo, indexed, run)
         batch: list[tuple[PageRef, Page]] = []
         done = 0
         for ref, page in self._fetched(client, todo, space):
@@ -239,6 +255,8 @@ class SpaceSyncer:
                 cursor=started,
                 last_full_sync_at=started if full else state.last_full_sync_at,
                 retry_page_ids=tuple(f.page_id for f in run.failures),
+                permissions=self.permissions,
+                restricted=tuple(run.restricted),
             )
         )
 
@@ -268,6 +286,23 @@ class SpaceSyncer:
                 wanted.add(pid)
         wanted |= {pid for pid in state.retry_page_ids if pid in listing}
         return [ref for pid, ref in listing.items() if pid in wanted]
+
+    def _leave_out(
+        self,
+        restricted: Sequence[RestrictedPage],
+        todo: Sequence[PageRef],
+        indexed: dict[str, PageState],
+        run: _Run,
+    ) -> list[PageRef]:
+        """Restricted pages are not indexed at all: never fetched, and what the index held of them goes."""
+        ids = {r.page_id for r in restricted}
+        for pid in sorted(ids & indexed.keys()):
+            self.index.delete_page(pid)
+            run.deleted += 1
+        self.store.forget_pages(run.space, sorted(ids))
+        run.pages -= len(ids)
+        run.restricted = list(restricted)
+        return [ref for ref in todo if ref.id not in ids]
 
     def _fetched(
         self, client: PageSource, refs: Sequence[PageRef], space: str
@@ -339,6 +374,7 @@ class _Run:
 
     def __post_init__(self) -> None:
         self.failures: list[PageFailure] = []
+        self.restricted: list[RestrictedPage] = []
         self.vectors = EmbedCounts()
 
     @property
