@@ -31,7 +31,6 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
-from sklearn.cluster import DBSCAN
 
 from threadwise.core.answer.citations import strip_citations
 from threadwise.core.attribute.explanation import ClusterAttribution, Explanation, PageShare, SourceRef
@@ -82,6 +81,8 @@ def cluster_evidences(
     """
     if len(embeddings) == 0:
         return []
+    from sklearn.cluster import DBSCAN  # scikit-learn and scipy take ~1 s to import: only Explain pays it
+
     labels = DBSCAN(eps=eps, min_samples=min_samples, metric="cosine").fit(np.asarray(embeddings)).labels_
     groups: dict[int, list[int]] = {}
     for i, label in enumerate(labels):
