@@ -42,6 +42,9 @@ def space_line(space: SpaceStatus) -> str:
             line += f" ({run.failed} pages failed)"
         if run.error:
             line += f": {escape(truncate(run.error, 200))}"
+    if space.restricted_pages:
+        n = space.restricted_pages
+        line += f" · {n} restricted {'page' if n == 1 else 'pages'} left out"
     if space.configured and not space.enabled:
         line += " · _disabled_"
     return line
