@@ -166,6 +166,7 @@ def test_malformed_and_unknown_activities_are_ignored_and_logged(
     run: RunningTeams, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level("INFO", logger="threadwise.bot.teams_app")
+    caplog.set_level("INFO", logger="threadwise.bot.teams_activity")
     assert run.send.post("this is not json").status_code == 400
     assert run.send.post("[1, 2]").status_code == 400
     assert run.send.post({"type": "no-such-type", "id": "1"}).status_code == 400

@@ -16,44 +16,43 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import html
-import json
 import logging
-import re
 import warnings
 from collections.abc import Callable, Coroutine
 from concurrent.futures import Future
-from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from fastapi import FastAPI, Request, Response
-from fastapi.responses import JSONResponse, PlainTextResponse
-from microsoft_teams.api.activities import ActivityParams, ActivityTypeAdapter
+from fastapi import FastAPI
+from fastapi.responses import PlainTextResponse
+from microsoft_teams.api.activities import ActivityParams
 from microsoft_teams.api.activities.typing import TypingActivityInput
-from microsoft_teams.api.activities.utils import StripMentionsTextOptions, strip_mentions_text
-from microsoft_teams.api.models.account import Account, ConversationAccount
-from microsoft_teams.api.models.conversation.conversation_reference import ConversationReference
-from microsoft_teams.api.models.entity.mention_entity import MentionEntity
 
 from threadwise.bot import teams_cards as cards
 from threadwise.bot.pool import Activity, TrackedPool
+from threadwise.bot.teams_activity import (
+    PLATFORM,
+    ActivityEndpoint,
+    Place,
+    activity_key,
+    feedback_text,
+    mentions_someone_else,
+    place_of,
+    question_text,
+    why_failed,
+)
 from threadwise.bot.teams_admin import admin_command, make_commands, run_command
 from threadwise.bot.teams_settings import TeamsSettings
 from threadwise.conversations import ConversationService
-from threadwise.db.conversations import ThreadKey
 from threadwise.sync.admin import AdminService
 
 with warnings.catch_warnings():  # the SDK announces its preview features at import
     warnings.simplefilter("ignore")
-    from microsoft_teams.apps import ActivityContext, App, FastAPIAdapter
+    from microsoft_teams.apps import ActivityContext, App
     from microsoft_teams.apps.activity_send import send_or_update_activity
-    from microsoft_teams.apps.http.adapter import HttpMethod, HttpRequest, HttpRouteHandler
 
 log = logging.getLogger(__name__)
 
-PLATFORM = "teams"
 MESSAGES_PATH = "/api/messages"
-MAX_BODY = 1_000_000
 SEND_TIMEOUT = 30.0
 EXPLAIN_WAIT = 4.0  # Teams gives an invoke about 5 s; a second press waits this long for a running Explain
 EMPTY_QUESTION = (
@@ -67,100 +66,6 @@ WELCOME = (
 )
 FAILED = "⚠️ Sorry, I couldn't answer this time: something went wrong on my side. The error is logged; please try again."
 T = TypeVar("T")
-
-
-@dataclass(frozen=True)
-class Place:
-    """Where an activity happened: the thread (conversation key), whom to send to, and who wrote."""
-
-    key: ThreadKey  # (teams, tenant, channel or chat id, root message id or "" for a chat)
-    conversation: str  # the conversation id to send into (a channel's is threaded: ";messageid=ROOT")
-    service_url: str
-    bot: Account
-    kind: str  # "personal", "groupChat" or "channel"
-    user: str  # the writer's Entra object id (aadObjectId), else their Teams id
-
-    @property
-    def ref(self) -> ConversationReference:
-        return ConversationReference(
-            service_url=self.service_url,
-            bot=self.bot,
-            channel_id="msteams",
-            conversation=ConversationAccount(id=self.conversation, conversation_type=self.kind),
-        )
-
-
-def place_of(activity: Any) -> Place:
-    """The Place of an activity; a channel post that is not in a thread yet starts one (its own id)."""
-    conversation = activity.conversation
-    conv_id = str(conversation.id or "")
-    base, _, root = conv_id.partition(";messageid=")
-    kind = str(conversation.conversation_type or "personal")
-    if kind == "channel" and not root and str(activity.id or "").isdigit() and activity.type == "message":
-        root, conv_id = str(activity.id), f"{base};messageid={activity.id}"
-    channel_data = activity.channel_data
-    tenant = conversation.tenant_id or (
-        channel_data.tenant.id if channel_data is not None and channel_data.tenant is not None else ""
-    )
-    sender = activity.from_
-    return Place(
-        key=ThreadKey(PLATFORM, str(tenant or ""), base, root if kind == "channel" else ""),
-        conversation=conv_id,
-        service_url=str(activity.service_url or ""),
-        bot=activity.recipient,
-        kind=kind,
-        user=str(sender.aad_object_id or sender.id or ""),
-    )
-
-
-def question_text(activity: Any) -> str:
-    """The message without the bot's mention; other mentions keep their names; markup and entities undone."""
-    text = strip_mentions_text(activity, StripMentionsTextOptions(account_id=activity.recipient.id)) or ""
-    text = re.sub(r"<br\s*/?>|</p>", "\n", text)
-    text = html.unescape(re.sub(r"<[^>]+>", "", text))
-    return " ".join(text.split())
-
-
-def mentions_someone_else(activity: Any) -> bool:
-    return any(
-        isinstance(e, MentionEntity) and e.mentioned.id != activity.recipient.id
-        for e in activity.entities or []
-    )
-
-
-class _Endpoint(FastAPIAdapter):
-    """The SDK's FastAPI adapter, stricter at the door: a body that is too large, not JSON or not a Bot
-    Framework activity gets 413/400 and one log line (the SDK would answer 500 and log a traceback); the
-    SDK then checks the token (401) and routes the activity."""
-
-    def register_route(self, method: HttpMethod, path: str, handler: HttpRouteHandler) -> None:
-        async def route(request: Request) -> Response:
-            if int(request.headers.get("content-length") or 0) > MAX_BODY:
-                return JSONResponse({"error": "too large"}, status_code=413)
-            try:
-                body = json.loads(await request.body())
-            except ValueError:
-                log.info("refused a request to %s whose body is not JSON", path)
-                return JSONResponse({"error": "the body is not JSON"}, status_code=400)
-            if not isinstance(body, dict) or not _is_activity(body):
-                kind = body.get("type") if isinstance(body, dict) else type(body).__name__
-                log.info("ignored a request that is not a Bot Framework activity (type %r)", kind)
-                return JSONResponse({"error": "not a Bot Framework activity"}, status_code=400)
-            result = await handler(HttpRequest(body=body, headers=dict(request.headers)))
-            content = result.get("body")
-            if content is None:
-                return Response(status_code=result["status"])
-            return JSONResponse(content=content, status_code=result["status"])
-
-        self.app.post(path)(route)
-
-
-def _is_activity(body: dict[str, Any]) -> bool:
-    try:
-        ActivityTypeAdapter.validate_python(body)
-        return True
-    except ValueError:
-        return False
 
 
 class TeamsBot:
@@ -191,7 +96,7 @@ class TeamsBot:
             "tenant_id": settings.tenant_id or None,
             "dangerously_allow_unauthenticated_requests": settings.allow_unauthenticated
             and not settings.client_id,
-            "http_server_adapter": _Endpoint(self.web),
+            "http_server_adapter": ActivityEndpoint(self.web),
             "messaging_endpoint": MESSAGES_PATH,
             "state": False,
             "telemetry": {"agent365": False},
@@ -232,7 +137,7 @@ class TeamsBot:
             sent = await send_or_update_activity(self.app.api, activity, place.ref)
             return str(sent.id) if sent.id else None
         except Exception as err:
-            log.error("sending to Teams conversation %s failed: %s", place.conversation, _why(err))
+            log.error("sending to Teams conversation %s failed: %s", place.conversation, why_failed(err))
             return None
 
     def send(self, place: Place, activity: ActivityParams) -> str | None:
@@ -254,7 +159,7 @@ class TeamsBot:
         if place.kind != "personal" and not mentioned:
             if not await asyncio.to_thread(self._is_follow_up, place, activity):
                 return
-        if not await asyncio.to_thread(self.claim, _activity_key(place, activity.id)):
+        if not await asyncio.to_thread(self.claim, activity_key(place, activity.id)):
             log.info("already answered activity %s (redelivered)", activity.id)
             return
         command = admin_command(text)
@@ -346,7 +251,7 @@ class TeamsBot:
         place = place_of(activity)
         digest = hashlib.sha1(question.encode()).hexdigest()[:12]
         key = claim or f"ask:{activity.reply_to_id}:{digest}"
-        if not await asyncio.to_thread(self.claim, _activity_key(place, key)):
+        if not await asyncio.to_thread(self.claim, activity_key(place, key)):
             return cards.message_response("I asked that already: the answer is in this conversation.")
         await self.send_async(place, TypingActivityInput())
         self.submit(lambda: self._answer(place, question), "answering")
@@ -367,7 +272,7 @@ class TeamsBot:
         activity = ctx.activity
         value = activity.value.action_value
         vote = "up" if value.reaction == "like" else "down"
-        comment = _feedback_text(value.feedback)
+        comment = feedback_text(value.feedback)
         place = place_of(activity)
         ref = str(activity.reply_to_id or "")
         turn_id = await asyncio.to_thread(self.conversations.turn_for_message, place.key, ref)
@@ -383,31 +288,9 @@ class TeamsBot:
         if activity.recipient.id not in added or not activity.id:
             return
         place = place_of(activity)
-        if await asyncio.to_thread(self.claim, _activity_key(place, activity.id)):
+        if await asyncio.to_thread(self.claim, activity_key(place, activity.id)):
             await self.send_async(place, cards.notice(WELCOME))
 
     async def on_other(self, ctx: ActivityContext[Any]) -> None:
         activity = ctx.activity
         log.info("ignored a Teams activity of type %s %s", activity.type, getattr(activity, "name", "") or "")
-
-
-def _activity_key(place: Place, activity_id: str) -> str:
-    """The claim for one activity: activity ids are unique within a conversation."""
-    digest = hashlib.sha1(place.key.channel.encode()).hexdigest()[:16]
-    return f"{digest}:{activity_id}"
-
-
-def _feedback_text(raw: str) -> str | None:
-    """The comment from Teams' feedback form: `{"feedbackText": "…"}`, or None."""
-    try:
-        value = json.loads(raw) if raw else {}
-    except ValueError:
-        return raw.strip() or None
-    text = value.get("feedbackText") if isinstance(value, dict) else None
-    return str(text).strip() or None if text else None
-
-
-def _why(err: Exception) -> str:
-    response = getattr(err, "response", None)
-    status = getattr(response, "status_code", None)
-    return f"HTTP {status}" if status else f"{type(err).__name__}: {err}"
