@@ -7,7 +7,9 @@ generation moves on, saved beside Chroma with the generation it was built for, a
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import threading
 from array import array
 from collections.abc import Sequence
 from pathlib import Path
@@ -48,21 +50,25 @@ class BM25Store:
 
     def load(self, generation: int) -> bool:
         """Load the saved index if it was built for `generation` with today's tokenizer."""
-        meta_file = self.directory / "meta.json"
-        if not meta_file.exists():
-            return False
-        meta = json.loads(meta_file.read_text())
-        if meta.get("generation") != generation or meta.get("tokenizer") != TOKENIZER_VERSION:
+        try:
+            meta = json.loads((self.directory / "meta.json").read_text())
+            if meta.get("generation") != generation or meta.get("tokenizer") != TOKENIZER_VERSION:
+                return False
+            # memory-mapped: a serving process pages in what queries touch instead of holding the whole index
+            model = bm25s.BM25.load(str(self.directory / "model"), mmap=True) if meta["ids"] else None
+        except (OSError, ValueError, KeyError):  # none saved yet, or another process is swapping it right now
             return False
         self._ids = meta["ids"]
         self._spaces = np.array(meta["spaces"], dtype=object)
-        # memory-mapped: a serving process pages in what queries touch instead of holding the whole index
-        self._model = bm25s.BM25.load(str(self.directory / "model"), mmap=True) if self._ids else None
+        self._model = model
         self.generation = generation
         return True
 
     def rebuild(self, generation: int, corpus: TokenCorpus) -> None:
-        """Build from a corpus and save atomically (write beside, then swap the folder)."""
+        """Build from a corpus and save atomically (write beside, then swap the folder).
+
+        Saving is only a cache for the next start: when another process swaps the folder at the same moment,
+        this one keeps its index in memory and leaves the folder to the other."""
         self._ids = corpus.ids
         self._spaces = np.array(corpus.spaces, dtype=object)
         self._model = None
@@ -71,7 +77,8 @@ class BM25Store:
             model.index((corpus.docs, corpus.vocab), show_progress=False)
             self._model = model
         self.generation = generation
-        tmp = self.directory.with_name(self.directory.name + ".tmp")
+        mine = f"{os.getpid()}-{threading.get_ident()}"
+        tmp = self.directory.with_name(f"{self.directory.name}.tmp-{mine}")
         shutil.rmtree(tmp, ignore_errors=True)
         tmp.mkdir(parents=True)
         if self._model is not None:
@@ -86,11 +93,14 @@ class BM25Store:
                 }
             )
         )
-        old = self.directory.with_name(self.directory.name + ".old")
-        shutil.rmtree(old, ignore_errors=True)
-        if self.directory.exists():
-            self.directory.rename(old)
-        tmp.rename(self.directory)
+        old = self.directory.with_name(f"{self.directory.name}.old-{mine}")
+        try:
+            if self.directory.exists():
+                self.directory.rename(old)
+            tmp.rename(self.directory)
+        except OSError:
+            pass
+        shutil.rmtree(tmp, ignore_errors=True)
         shutil.rmtree(old, ignore_errors=True)
 
     def search(self, query: str, k: int, spaces: Sequence[str] | None = None) -> list[tuple[str, float]]:

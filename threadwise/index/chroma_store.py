@@ -8,6 +8,7 @@ written beside the old before the switch (see `EvidenceIndex`).
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,6 +18,10 @@ from urllib.parse import urlsplit
 import numpy as np
 
 from threadwise.core.types import Evidence
+
+# chromadb keeps one "system" per folder in a process-wide registry that it fills without a lock: clients
+# created by two threads at once race there (KeyError). Every open and close goes through this lock.
+_CLIENTS = threading.Lock()
 
 
 def row_id(evidence: Evidence, page_hash: str) -> str:
@@ -80,10 +85,29 @@ class ChromaStore:
     """A thin adapter over one Chroma collection (cosine space), local or on a server."""
 
     def __init__(self, *, directory: Path, collection: str, server: ChromaServer | None = None) -> None:
-        self._client = chroma_client(directory, server)
-        self._collection = self._client.get_or_create_collection(
-            name=collection, embedding_function=None, metadata={"hnsw:space": "cosine"}
-        )
+        self._directory = directory
+        self._name = collection
+        self._server = server
+        self._open()
+
+    def _open(self) -> None:
+        with _CLIENTS:
+            self._client = chroma_client(self._directory, self._server)
+            self._collection = self._client.get_or_create_collection(
+                name=self._name, embedding_function=None, metadata={"hnsw:space": "cosine"}
+            )
+
+    def reopen(self) -> None:
+        """Close the client and open it again: it then sees what other processes wrote since it was opened.
+
+        The caller makes sure nothing else uses this store meanwhile (EvidenceIndex holds it exclusively).
+        A Chroma server is shared by every process already: nothing to reopen.
+        """
+        if self._server is not None:
+            return
+        with _CLIENTS:
+            self._client.close()
+        self._open()
 
     def add(self, evidences: Sequence[Evidence], vectors: np.ndarray, page_hash: str) -> None:
         if not evidences:

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import logging
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from functools import partial
 
 from threadwise.core.ingest.contextualize import ContextParts
@@ -16,6 +17,7 @@ from threadwise.index.store import EvidenceIndex
 
 Progress = Callable[[int, int], None]  # (done, total)
 BATCH_PAGES = 16  # pages per call to the embedder (~250 evidences on ConfQuestions); each switches on its own
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -25,11 +27,51 @@ class IndexReport:
     unchanged: int = 0
     removed: int = 0
     failures: list[PageFailure] = field(default_factory=list)
+    capped: list[PageFailure] = field(default_factory=list)  # indexed only up to the page limits
     seconds: float = 0.0
     vectors: EmbedCounts = field(default_factory=EmbedCounts)  # texts embedded, found cached, shared by rows
 
 
+@dataclass(frozen=True)
+class PageLimits:
+    """What one page may cost: a 5 MB page would otherwise take minutes and hundreds of MB to index.
+    A page beyond a limit is indexed up to it and reported (ConfQuestions' largest page: 73k characters)."""
+
+    max_chars: int = 500_000  # of the page's storage-format body
+    max_evidences: int = 1_000
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str]) -> PageLimits:
+        """THREADWISE_MAX_PAGE_CHARS, THREADWISE_MAX_EVIDENCES_PER_PAGE."""
+        return cls(
+            max_chars=max(1, int(env.get("THREADWISE_MAX_PAGE_CHARS") or cls.max_chars)),
+            max_evidences=max(1, int(env.get("THREADWISE_MAX_EVIDENCES_PER_PAGE") or cls.max_evidences)),
+        )
+
+
 Extract = Callable[[Page], list[Evidence]]
+
+
+def _limited(
+    page: Page, extract: Extract, limits: PageLimits, capped: Callable[[PageFailure], None] | None
+) -> list[Evidence]:
+    """The page's evidence within `limits`; an empty page has none (it is indexed empty, so the text it had
+    stops answering). A page beyond the limits is indexed up to them, logged and handed to `capped`."""
+    if not page.body.strip():
+        return []
+    evidences = extract(replace(page, body=page.body[: limits.max_chars]))
+    if len(page.body) > limits.max_chars or len(evidences) > limits.max_evidences:
+        note = PageFailure(
+            page.id,
+            page.title,
+            f"{len(page.body):,} characters, {len(evidences):,} evidences: indexed up to "
+            f"{limits.max_chars:,} characters and {limits.max_evidences:,} evidences",
+        )
+        log.warning("page %s (%s) is beyond the page limits: %s", page.id, page.title, note.reason)
+        if capped is not None:
+            capped(note)
+    # the whole page's hash is stored: a capped page stays current and is not extracted again
+    return evidences[: limits.max_evidences]
 
 
 def index_batch(
@@ -38,6 +80,8 @@ def index_batch(
     *,
     extract: Extract = extract_evidence,
     counts: EmbedCounts | None = None,
+    limits: PageLimits | None = None,
+    capped: Callable[[PageFailure], None] | None = None,
 ) -> list[bool | PageFailure]:
     """The one road from pages to the index, for the folder indexer and the Confluence sync alike.
 
@@ -45,6 +89,7 @@ def index_batch(
     its evidence is extracted and swapped in atomically: True, or a failure value when the page yields no
     usable evidence (its previous evidence, if any, stays). The pages of a batch share one call to the
     embedder (texts it embedded before come from its cache); `counts` adds up where the vectors came from.
+    An empty page is indexed empty; a page beyond `limits` up to them (see `_limited`).
     """
     outcomes: list[bool | PageFailure] = [False] * len(pages)
     todo: list[tuple[int, Page, list[Evidence]]] = []
@@ -52,7 +97,7 @@ def index_batch(
         if index.is_current(page):
             continue
         try:
-            todo.append((i, page, extract(page)))
+            todo.append((i, page, _limited(page, extract, limits or PageLimits(), capped)))
         except PageParseError as error:
             outcomes[i] = PageFailure(page_id=page.id, title=page.title, reason=str(error))
     written = index.put_pages([(page, evidences) for _, page, evidences in todo], counts=counts)
@@ -62,10 +107,10 @@ def index_batch(
 
 
 def index_page(
-    index: EvidenceIndex, page: Page, *, extract: Extract = extract_evidence
+    index: EvidenceIndex, page: Page, *, extract: Extract = extract_evidence, limits: PageLimits | None = None
 ) -> bool | PageFailure:
     """`index_batch` of one page."""
-    return index_batch(index, [page], extract=extract)[0]
+    return index_batch(index, [page], extract=extract, limits=limits)[0]
 
 
 def index_pages(
@@ -78,6 +123,7 @@ def index_pages(
     index_rows: bool = True,
     remove_missing: bool = True,
     progress: Progress | None = None,
+    limits: PageLimits | None = None,
 ) -> IndexReport:
     """Index `pages` through `index_batch`, `BATCH_PAGES` at a time; a page whose version and content hash
     are unchanged costs one read.
@@ -95,7 +141,10 @@ def index_pages(
     )
     for start in range(0, len(pages), BATCH_PAGES):
         batch = pages[start : start + BATCH_PAGES]
-        for outcome in index_batch(index, batch, extract=extract, counts=report.vectors):
+        outcomes = index_batch(
+            index, batch, extract=extract, counts=report.vectors, limits=limits, capped=report.capped.append
+        )
+        for outcome in outcomes:
             if isinstance(outcome, PageFailure):
                 report.failures.append(outcome)
             elif outcome:

@@ -29,6 +29,7 @@ from threadwise.core.types import Evidence, Page, ScoredEvidence
 from threadwise.index.bm25_store import BM25Store, TokenCorpus
 from threadwise.index.chroma_store import ChromaServer, ChromaStore, evidence_from_row, row_id
 from threadwise.index.embedding_cache import EmbedCounts, EmbeddingCache, RowVectors, evidence_vectors
+from threadwise.index.shared_lock import SharedLock
 from threadwise.models.embedders import how_to_keep
 
 
@@ -101,7 +102,14 @@ class EvidenceIndex:
         # while the bot's scheduler syncs another space).
         self._write_lock = _WriteLock(self.directory / f"{collection}.write.lock")
         self._bm25_lock = threading.Lock()
+        # The Chroma client is opened once (first use or warm-up), by one thread; every use holds `_chroma_use`
+        # shared, and a reopen holds it exclusively. `_chroma_generation` is the generation the open client is
+        # known to have seen: another process (a CLI sync beside `serve`) moving it on makes the next use reopen
+        # the client, whose in-memory vector index would otherwise stay as it was when it was opened.
+        self._chroma_open = threading.Lock()
+        self._chroma_use = SharedLock()
         self._chroma: ChromaStore | None = None
+        self._chroma_generation = -1
         self._bm25 = BM25Store(directory=self.directory / f"{collection}.bm25")
         self._page_bm25 = BM25Store(directory=self.directory / f"{collection}.pages.bm25")
         # shared by every collection in the folder: eval collections of two settings reuse each other's vectors
@@ -135,11 +143,35 @@ class EvidenceIndex:
 
     @property
     def chroma(self) -> ChromaStore:
+        """The Chroma collection, opened on first use by exactly one thread."""
         if self._chroma is None:
-            self._chroma = ChromaStore(
-                directory=self.directory / "chroma", collection=self.collection, server=self.chroma_server
-            )
+            with self._chroma_open:
+                if self._chroma is None:
+                    generation = self.generation()
+                    self._chroma = ChromaStore(
+                        directory=self.directory / "chroma",
+                        collection=self.collection,
+                        server=self.chroma_server,
+                    )
+                    self._chroma_generation = generation
         return self._chroma
+
+    @contextmanager
+    def _using_chroma(self) -> Iterator[ChromaStore]:
+        """The Chroma collection, current with the manifest: reopened first if another process changed it."""
+        store = self.chroma
+        if self.generation() != self._chroma_generation:
+            with self._chroma_use.exclusive():
+                generation = self.generation()
+                if generation != self._chroma_generation:
+                    store.reopen()
+                    self._chroma_generation = generation
+        with self._chroma_use.shared():
+            yield store
+
+    def warm_up(self) -> None:
+        """Open Chroma and load BM25 now, before the first question needs them."""
+        self._ensure_bm25()
 
     def generation(self) -> int:
         with self._manifest() as db:
@@ -232,14 +264,14 @@ class EvidenceIndex:
         for page, evidences in todo:
             part = vectors[offset : offset + len(evidences)]
             offset += len(evidences)
-            with self._write_lock:
+            with self._write_lock, self._using_chroma() as chroma:
                 self._mark_dirty([page.id])  # until the old rows are gone: `flush` finishes a killed update
-                self.chroma.add(evidences, part, page.content_hash)
+                chroma.add(evidences, part, page.content_hash)
                 self._switch(
                     "INSERT OR REPLACE INTO pages VALUES (?, ?, ?, ?, ?, ?)",
                     (page.id, page.space, page.version, page.content_hash, page.title, len(evidences)),
                 )
-                self.chroma.delete_where(
+                chroma.delete_where(
                     {"$and": [{"page_id": page.id}, {"page_hash": {"$ne": page.content_hash}}]}
                 )
                 self._clear_dirty([page.id])
@@ -269,27 +301,31 @@ class EvidenceIndex:
             db.executemany("DELETE FROM dirty WHERE page_id = ?", [(p,) for p in page_ids])
 
     def _switch(self, sql: str, args: tuple[Any, ...]) -> None:
-        """Change the manifest and move the generation on, in one transaction: the moment a change takes effect."""
+        """Change the manifest and move the generation on, in one transaction: the moment a change takes effect.
+
+        Called with the write lock and Chroma in use: this process's client has seen the change it made."""
         with self._manifest() as db:
             db.execute("BEGIN IMMEDIATE")
             db.execute(sql, args)
             db.execute("UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key='generation'")
+            generation = int(db.execute("SELECT value FROM meta WHERE key='generation'").fetchone()[0])
             db.execute("COMMIT")
+        self._chroma_generation = generation
 
     def delete_page(self, page_id: str) -> None:
-        with self._write_lock:
+        with self._write_lock, self._using_chroma() as chroma:
             self._mark_dirty([page_id])
             self._switch("DELETE FROM pages WHERE page_id = ?", (page_id,))
-            self.chroma.delete_where({"page_id": page_id})
+            chroma.delete_where({"page_id": page_id})
             self._clear_dirty([page_id])
 
     def delete_space(self, space: str) -> int:
         """Remove all of a space's pages; returns how many pages went."""
         ids = list(self.page_states(space))
-        with self._write_lock:
+        with self._write_lock, self._using_chroma() as chroma:
             self._mark_dirty(ids)
             self._switch("DELETE FROM pages WHERE space = ?", (space,))
-            self.chroma.delete_where({"space": space})
+            chroma.delete_where({"space": space})
             self._clear_dirty(ids)
         return len(ids)
 
@@ -305,13 +341,14 @@ class EvidenceIndex:
                 if not ids:
                     break
                 active = self._active_of(ids)
-                for pid in ids:
-                    current = active.get(pid)
-                    self.chroma.delete_where(
-                        {"page_id": pid}
-                        if current is None
-                        else {"$and": [{"page_id": pid}, {"page_hash": {"$ne": current}}]}
-                    )
+                with self._using_chroma() as chroma:
+                    for pid in ids:
+                        current = active.get(pid)
+                        chroma.delete_where(
+                            {"page_id": pid}
+                            if current is None
+                            else {"$and": [{"page_id": pid}, {"page_hash": {"$ne": current}}]}
+                        )
                 self._clear_dirty(ids)
             self.cache.prune()
             self._ensure_bm25()
@@ -336,7 +373,8 @@ class EvidenceIndex:
         """Tokenize the active rows of a batch of pages into the evidence corpus, and each page (the title three
         times, then its text: which page is the question about?) into the page corpus."""
         active = {pid: (page_hash, space, title) for pid, page_hash, space, title in batch}
-        rows = self.chroma.get(where={"page_id": {"$in": list(active)}})
+        with self._using_chroma() as chroma:
+            rows = chroma.get(where={"page_id": {"$in": list(active)}})
         parts: dict[str, list[tuple[int, str]]] = {pid: [] for pid in active}
         for rid, doc, m in sorted(rows, key=lambda r: r[0]):
             if active[m["page_id"]][0] != m["page_hash"]:
@@ -352,11 +390,10 @@ class EvidenceIndex:
         found = self._bm25.search(query, k * 2, spaces)
         active = self._active_of(_page_of(rid) for rid, _s in found)
         pairs = [(rid, s) for rid, s in found if active.get(_page_of(rid)) == _hash_of(rid)][:k]
-        by_id = (
-            {rid: (doc, meta) for rid, doc, meta in self.chroma.get(ids=[p[0] for p in pairs])}
-            if pairs
-            else {}
-        )
+        by_id: dict[str, tuple[str, dict]] = {}
+        if pairs:
+            with self._using_chroma() as chroma:
+                by_id = {rid: (doc, meta) for rid, doc, meta in chroma.get(ids=[p[0] for p in pairs])}
         return [ScoredEvidence(evidence_from_row(*by_id[rid]), s) for rid, s in pairs if rid in by_id]
 
     def search_pages(
@@ -375,7 +412,8 @@ class EvidenceIndex:
         if self.row_vectors == "table":  # a row's vector is its table's: the table stands for it
             conditions.append({"kind": {"$ne": "row"}})
         where = conditions[0] if len(conditions) == 1 else {"$and": conditions} if conditions else None
-        rows = self.chroma.query(vector, k * 2, where)
+        with self._using_chroma() as chroma:
+            rows = chroma.query(vector, k * 2, where)
         active = self._active_of(meta["page_id"] for _rid, _sim, _doc, meta in rows)
         hits = [
             ScoredEvidence(evidence_from_row(doc, meta), sim)
@@ -393,7 +431,10 @@ class EvidenceIndex:
         """The stored vectors of these evidences (re-embedding any that are not stored)."""
         active = self._active_of(e.page_id for e in evidences)
         ids = [row_id(e, active.get(e.page_id, "")) for e in evidences]
-        stored = self.chroma.get_embeddings(ids) if ids else {}
+        stored: dict[str, np.ndarray] = {}
+        if ids:
+            with self._using_chroma() as chroma:
+                stored = chroma.get_embeddings(ids)
         missing = [i for i, rid in enumerate(ids) if rid not in stored]
         fresh = (
             self.embedder.embed([evidences[i].context_text[: self.embed_chars] for i in missing])
