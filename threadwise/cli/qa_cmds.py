@@ -57,15 +57,41 @@ def register(sub: Any, build: Build) -> None:
 def index_folder_into(app: Threadwise, folder: Path, *, remove_missing: bool) -> tuple[IndexReport, int]:
     """Index a folder of page files into `app`'s index with a progress bar, reporting skipped pages on
     stderr; returns the report and the number of pages skipped in all (unreadable files included)."""
+    from filelock import FileLock, Timeout
+
     from threadwise.cli.progress import ProgressBar
     from threadwise.connectors.files import load_pages
-    from threadwise.index.indexer import index_pages
+    from threadwise.index.indexer import PageLimits, index_pages
 
     pages, failures = load_pages(folder)
-    app.embedder.warm_up()
-    report = index_pages(
-        app.index, pages, remove_missing=remove_missing, progress=ProgressBar(f"Indexing {folder.name}")
-    )
+    app.settings.data_dir.mkdir(parents=True, exist_ok=True)
+    # One indexing run per collection at a time: a second one waits, then finds the pages current and embeds
+    # nothing (without the lock both would embed everything).
+    lock = FileLock(str(app.settings.data_dir / f"index-{app.collection}.lock"))
+    wait_s = float(app.settings.get("THREADWISE_INDEX_LOCK_WAIT_SECONDS", "900"))
+    try:
+        lock.acquire(timeout=0)
+    except Timeout:
+        print(
+            "Another `threadwise index` is indexing into this data folder; waiting for it…", file=sys.stderr
+        )
+        try:
+            lock.acquire(timeout=wait_s)
+        except Timeout:
+            raise ValueError(f"busy: another indexing run held {lock.lock_file} for {wait_s:.0f} s") from None
+    try:
+        app.embedder.warm_up()
+        report = index_pages(
+            app.index,
+            pages,
+            remove_missing=remove_missing,
+            progress=ProgressBar(f"Indexing {folder.name}"),
+            limits=PageLimits.from_env(app.settings.env),
+        )
+    finally:
+        lock.release()
+    for c in report.capped:
+        print(f"  capped {c.title or c.page_id}: {c.reason}", file=sys.stderr)
     for f in [*failures, *report.failures]:
         print(f"  skipped {f.title or f.page_id}: {f.reason}", file=sys.stderr)
     return report, len(failures) + len(report.failures)

@@ -48,7 +48,7 @@ from threadwise.core.protocols import PageSource
 from threadwise.core.types import Page, PageFailure, RestrictedPage
 from threadwise.db.sync_tables import utcnow
 from threadwise.index.embedding_cache import EmbedCounts
-from threadwise.index.indexer import Extract, index_batch
+from threadwise.index.indexer import Extract, PageLimits, index_batch
 from threadwise.index.store import EvidenceIndex, PageState
 from threadwise.sync.store import RunCounts, SyncState, SyncStore
 
@@ -105,6 +105,7 @@ class SpaceSyncer:
         fetch_workers: int = 4,
         batch_pages: int = 16,
         permissions: str = "open-pages",
+        limits: PageLimits | None = None,
     ) -> None:
         """`client` None: Confluence is not configured; syncs fail with that reason, purging still works.
         `permissions`: THREADWISE_PERMISSIONS, `open-pages` (restricted pages are never indexed) or `off`."""
@@ -117,6 +118,7 @@ class SpaceSyncer:
         self.fetch_workers = fetch_workers
         self.batch_pages = batch_pages  # pages per call to the embedder
         self.permissions = permissions
+        self.limits = limits or PageLimits()  # a page beyond them is indexed up to them (and logged)
 
     @contextmanager
     def locked(self, space: str, *, wait_s: float = 0.0) -> Iterator[None]:
@@ -344,7 +346,9 @@ class SpaceSyncer:
         self, batch: Sequence[tuple[PageRef, Page]], indexed: dict[str, PageState], run: _Run
     ) -> int:
         """Index a batch of fetched pages (one call to the embedder) and count them; returns how many."""
-        outcomes = index_batch(self.index, [p for _, p in batch], extract=self.extract, counts=run.vectors)
+        outcomes = index_batch(
+            self.index, [p for _, p in batch], extract=self.extract, counts=run.vectors, limits=self.limits
+        )
         for (ref, page), outcome in zip(batch, outcomes, strict=True):
             if isinstance(outcome, PageFailure):
                 run.failures.append(replace(outcome, reason=f"unusable page: {outcome.reason}"))
