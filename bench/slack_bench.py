@@ -55,7 +55,7 @@ _ts = itertools.count(1)
 
 def serve(args: argparse.Namespace) -> None:
     """Build the bot like `threadwise serve --http`, index the sample wiki, print the port, serve until stdin closes."""
-    from threadwise.bot.serve import make_http_server
+    from threadwise.bot.http_server import HttpServer
     from threadwise.bot.slack_app import SlackSettings, build_slack_bot
     from threadwise.connectors.files import SAMPLE_WIKI_DIR, load_pages
     from threadwise.index.indexer import index_pages
@@ -78,11 +78,11 @@ def serve(args: argparse.Namespace) -> None:
     bot = build_slack_bot(
         conversations=tw.conversations, admin=tw.admin, settings=SlackSettings.from_env(tw.settings.env)
     )
-    server = make_http_server(bot, host="127.0.0.1", port=0)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    print(json.dumps({"port": server.server_address[1]}), flush=True)
+    server = HttpServer(bot, host="127.0.0.1", port=0)
+    server.start()
+    print(json.dumps({"port": server.port}), flush=True)
     sys.stdin.read()  # the benchmark closes stdin when it is done
-    server.shutdown()
+    server.stop()
     bot.close()
 
 

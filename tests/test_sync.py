@@ -141,7 +141,8 @@ def test_faults_lose_nothing_and_fetch_nothing_twice(env: SyncEnv, fake: FakeCon
 
 def test_a_failing_page_is_reported_and_retried_next_time(env: SyncEnv, fake: FakeConfluence) -> None:
     fake.faults.broken_pages = {"112"}
-    fake.add_page(FakePage(id="140", space="DOCS", title="Empty", body="", parent_id="100"))
+    macro_only = '<ac:structured-macro ac:name="toc" ac:schema-version="1"/>'  # no text, no markup
+    fake.add_page(FakePage(id="140", space="DOCS", title="Empty", body=macro_only, parent_id="100"))
     report = env.syncer.sync(DOCS)
     assert report.status == "partial" and report.counts.failed == 2 and report.counts.added == 9
     reasons = {f.page_id: f.reason for f in report.failures}
@@ -154,6 +155,16 @@ def test_a_failing_page_is_reported_and_retried_next_time(env: SyncEnv, fake: Fa
     again = env.syncer.sync(DOCS)  # nothing modified, yet last run's failures are retried
     assert again.counts.added == 1 and again.counts.failed == 1  # the empty page stays unusable
     assert "112" in env.index.page_states()
+
+
+def test_a_page_emptied_in_confluence_stops_answering(env: SyncEnv, fake: FakeConfluence) -> None:
+    env.syncer.sync(DOCS)
+    before = env.index.page_states()["111"].evidence_count
+    fake.edit_page("111", body="")
+    report = env.syncer.sync(DOCS)
+    assert report.status == "ok" and report.counts.updated == 1 and report.counts.failed == 0
+    assert before > 0 and env.index.page_states()["111"].evidence_count == 0  # empty is a valid page
+    assert all(h.evidence.page_id != "111" for h in env.index.search_lexical("page 111", 20))
 
 
 def test_an_exception_midway_leaves_old_state_and_the_next_run_finishes(

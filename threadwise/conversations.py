@@ -20,6 +20,7 @@ from threadwise.core.protocols import ChatError, Embedder, ModelServerError
 from threadwise.core.types import Answer, Evidence
 from threadwise.db.conversations import ConversationStore, StoredTurn, ThreadKey
 from threadwise.index.store import EvidenceIndex
+from threadwise.redact import redact_endpoints
 from threadwise.trace_render import render_trace
 
 log = logging.getLogger(__name__)
@@ -28,8 +29,9 @@ EMPTY_INDEX = (
     "I don't know anything yet: no Confluence space has been synced. "
     "An admin can add one with `/threadwise add KEY` (or `threadwise spaces add KEY`)."
 )
-LLM_DOWN = "I couldn't reach the language model just now ({reason}). Please try again in a minute."
-MODEL_SERVER_DOWN = "I couldn't reach the search models just now ({reason}). Please try again in a minute."
+# What users see names no endpoint or host: the full error is in the log; the trace keeps it without addresses.
+LLM_DOWN = "I couldn't reach the language model just now. Please try again in a minute."
+MODEL_SERVER_DOWN = "I couldn't reach the search models just now. Please try again in a minute."
 FAILED = "Something went wrong while answering ({reason}). The error is logged; please try again."
 
 
@@ -208,15 +210,15 @@ class ConversationService:
             fields = self._failed(question, str(reply), reason="empty index")
         except ChatError as err:
             log.warning("LLM failure while answering: %s", err)
-            fields = self._failed(question, LLM_DOWN.format(reason=str(err).rstrip(".")), reason=str(err))
+            fields = self._failed(question, LLM_DOWN, reason=redact_endpoints(str(err)))
         except ModelServerError as err:
             log.warning("embedding/re-rank server failure while answering: %s", err)
-            fields = self._failed(
-                question, MODEL_SERVER_DOWN.format(reason=str(err).rstrip(".")), reason=str(err)
-            )
+            fields = self._failed(question, MODEL_SERVER_DOWN, reason=redact_endpoints(str(err)))
         except Exception as err:  # never leave a user without a reply
             log.exception("answering failed")
-            fields = self._failed(question, FAILED.format(reason=type(err).__name__), reason=repr(err))
+            fields = self._failed(
+                question, FAILED.format(reason=type(err).__name__), reason=redact_endpoints(repr(err))
+            )
         turn_id = self.store.add_turn(conversation_id, asked_by=user, question=question, **fields)
         turn = self.store.turn(turn_id)
         assert turn is not None
@@ -245,6 +247,13 @@ class ConversationService:
     def get_turn(self, turn_id: int) -> TurnView | None:
         turn = self.store.turn(turn_id)
         return _view(turn) if turn else None
+
+    def turn_in(self, turn_id: int, key: ThreadKey) -> TurnView | None:
+        """The turn if it was answered in the conversation `key`, else None (buttons check where they are)."""
+        turn = self.store.turn(turn_id)
+        if turn is None or self.store.conversation_key(turn.conversation_id) != key:
+            return None
+        return _view(turn)
 
     def history(self, key: ThreadKey) -> list[TurnView]:
         cid = self.store.conversation_id(key, create=False)
@@ -298,7 +307,8 @@ class ConversationService:
                     max_workers=self._explain_workers,
                 )
             except ChatError as err:
-                return ExplainView(turn_id, LLM_DOWN.format(reason=str(err).rstrip(".")), {}, False, str(err))
+                log.warning("LLM failure while explaining: %s", err)
+                return ExplainView(turn_id, LLM_DOWN, {}, False, redact_endpoints(str(err)))
             self.store.save_explanation(turn_id, expl.to_dict())
             stored = self.store.explanation(turn_id)  # as JSON, the same shape a later (cached) call returns
             return ExplainView(turn_id, render_explanation(expl), stored or {}, cached=False)

@@ -178,11 +178,15 @@ class Threadwise:
         )
 
     def warm_up(self) -> None:
-        """Load models now rather than in the first user's request."""
+        """Load the models, open the index (Chroma and BM25) and answer one question to no one, now rather
+        than in the first users' requests: everything is then created once, by one thread."""
         self.embedder.warm_up()
         self.similarity_embedder.warm_up()
         if self.reranker is not None:
             self.reranker.warm_up()
+        self.index.warm_up()
+        if self.index.count() > 0:
+            self.retriever.retrieve("warm-up")
 
     # ----- state -----
     @cached_property
@@ -190,7 +194,8 @@ class Threadwise:
         from threadwise.db.base import make_engine, make_sessions
         from threadwise.db.schema import upgrade
 
-        self.settings.data_dir.mkdir(parents=True, exist_ok=True)
+        self.settings.data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        self.settings.data_dir.chmod(0o700)  # a folder made before (umask 022) is closed too
         engine = make_engine(self.settings.database_url)
         upgrade(engine)
         return make_sessions(engine)
@@ -236,6 +241,7 @@ class Threadwise:
 
     @cached_property
     def syncer(self) -> SpaceSyncer:
+        from threadwise.index.indexer import PageLimits
         from threadwise.sync.sync import SpaceSyncer
 
         client = None if self.confluence_problem else self.confluence
@@ -245,6 +251,7 @@ class Threadwise:
             sessions=self.sessions,
             lock_dir=self.settings.data_dir,
             permissions=self.settings.permissions,
+            limits=PageLimits.from_env(self.settings.env),
         )
 
     @cached_property

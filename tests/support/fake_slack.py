@@ -62,6 +62,7 @@ class FakeSlack:
     team_id: str = "T0TEAM"
     bot_user_id: str = "UBOT"
     bot_id: str = "BBOT"
+    app_id: str = "A0APP"
     users: dict[str, dict[str, Any]] = field(default_factory=dict)  # user id -> fields (is_admin, ...)
     scopes: frozenset[str] = BOT_SCOPES  # the bot token's scopes, sent as X-OAuth-Scopes like Slack does
     unsupported_blocks: frozenset[str] = frozenset()  # block types this "workspace" refuses (invalid_blocks)
@@ -218,6 +219,11 @@ class FakeSlack:
             "bot_id": self.bot_id,
             "is_enterprise_install": False,
         }
+
+    def _bots_info(self, params: dict[str, Any]) -> dict[str, Any]:
+        if params.get("bot") != self.bot_id:
+            return {"ok": False, "error": "bot_not_found"}
+        return {"ok": True, "bot": {"id": self.bot_id, "app_id": self.app_id, "user_id": self.bot_user_id}}
 
     def _chat_postMessage(self, params: dict[str, Any]) -> dict[str, Any]:
         channel = params.get("channel")

@@ -17,6 +17,12 @@ from urllib.parse import urlencode
 from slack_sdk.signature import SignatureVerifier
 
 _event_ids = itertools.count(1)
+_triggers = itertools.count(1)
+
+
+def new_trigger_id() -> str:
+    """Slack gives every command and interaction its own trigger id (so no two bodies are the same)."""
+    return f"{next(_triggers)}.4242.trigger"
 
 
 @dataclass
@@ -92,14 +98,14 @@ class SlackSender:
         channel: str,
         message: dict[str, Any],
         action: dict[str, Any],
-        trigger_id: str = "trigger-1",
+        trigger_id: str | None = None,
     ) -> Reply:
         payload = {
             "type": "block_actions",
             "team": {"id": self.team, "domain": "fake"},
             "user": {"id": user, "team_id": self.team},
             "api_app_id": self.api_app_id,
-            "trigger_id": trigger_id,
+            "trigger_id": trigger_id or new_trigger_id(),
             "container": {
                 "type": "message",
                 "message_ts": message.get("ts"),
@@ -119,7 +125,7 @@ class SlackSender:
             "team": {"id": self.team, "domain": "fake"},
             "user": {"id": user, "team_id": self.team},
             "api_app_id": self.api_app_id,
-            "trigger_id": "trigger-2",
+            "trigger_id": new_trigger_id(),
             "view": {**view, "id": "V1", "state": {"values": values}},
         }
         return self.interaction(payload)
@@ -141,7 +147,7 @@ class SlackSender:
             "text": text,
             "api_app_id": self.api_app_id,
             "response_url": response_url,
-            "trigger_id": "trigger-3",
+            "trigger_id": new_trigger_id(),
         }
         return self.post(urlencode(form), content_type="application/x-www-form-urlencoded")
 

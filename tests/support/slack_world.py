@@ -5,7 +5,6 @@ and the Slack bot on a real HTTP server, talking to a FakeSlack.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
@@ -14,7 +13,7 @@ from typing import Any
 
 from tests.support.fake_slack import FakeSlack
 from tests.support.slack_events import SlackSender
-from threadwise.bot.serve import make_http_server
+from threadwise.bot.http_server import HttpServer
 from threadwise.bot.slack_app import SlackBot, SlackSettings
 from threadwise.conversations import ConversationService
 from threadwise.core.answer.extractive import ExtractiveAnswerer
@@ -126,14 +125,15 @@ def running_bot(world: World, slack: FakeSlack, **settings: Any) -> Iterator[Run
         bot_token=slack.token, signing_secret=SIGNING_SECRET, api_url=slack.api_url, admin_user_ids=(ADMIN,)
     )
     bot = SlackBot(conversations=world.conversations, admin=world.admin, settings=replace(base, **settings))
-    server = make_http_server(bot, host="127.0.0.1", port=0)
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-    thread.start()
-    url = f"http://127.0.0.1:{server.server_address[1]}/slack/events"
+    bot.learn_installation()  # as `serve` does: only this workspace's and app's requests are answered
+    slack.calls.clear()  # tests look at what requests cause, not at start-up
+    server = HttpServer(bot, host="127.0.0.1", port=0)
+    server.start()
     try:
-        yield Running(bot, slack, SlackSender(url=url, signing_secret=SIGNING_SECRET, team=slack.team_id))
+        yield Running(
+            bot, slack, SlackSender(url=server.url, signing_secret=SIGNING_SECRET, team=slack.team_id)
+        )
     finally:
-        server.shutdown()
-        server.server_close()
+        server.stop()
         bot.wait_idle(timeout=10)
         bot.close()

@@ -1,11 +1,13 @@
 """Thread pools that know how much work they hold, so the bot can say "2 questions ahead of yours" and tests,
-benchmarks and shutdown can wait until every listener and answer has finished.
+benchmarks and shutdown can wait until every listener and answer has finished; the answer pool is fair
+between users (`FairPool`).
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+from collections import OrderedDict, deque
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
@@ -81,3 +83,96 @@ class TrackedPool(ThreadPoolExecutor):
                 log.exception("%s failed", what)
 
         return self.submit(run)
+
+
+class FairPool:
+    """Workers that take jobs round-robin by owner (the user who asked), so one user's burst of questions
+    waits behind itself, not in front of everyone else. Counts in an `Activity` like `TrackedPool`."""
+
+    def __init__(self, *, max_workers: int, name: str, activity: Activity) -> None:
+        self.max_workers = max_workers
+        self.activity = activity
+        self._cond = threading.Condition()
+        self._queues: OrderedDict[str, deque[tuple[Callable[[], Any], Future[Any]]]] = OrderedDict()
+        self._running: dict[str, int] = {}
+        self._closed = False
+        self._threads = [
+            threading.Thread(target=self._work, name=f"{name}_{i}", daemon=True) for i in range(max_workers)
+        ]
+        for thread in self._threads:
+            thread.start()
+
+    @property
+    def waiting(self) -> int:
+        """Jobs submitted that no worker has taken up yet."""
+        with self._cond:
+            return sum(len(q) for q in self._queues.values())
+
+    def submit_logged(self, job: Callable[[], None], what: str, *, owner: str = "") -> Future[None]:
+        """Run `job` in the owner's turn; its exceptions are logged, never lost in a Future nobody reads."""
+
+        def run() -> None:
+            try:
+                job()
+            except Exception:
+                log.exception("%s failed", what)
+
+        return self.submit(run, owner=owner)
+
+    def in_flight(self, owner: str) -> int:
+        """The owner's jobs, waiting or running."""
+        with self._cond:
+            return len(self._queues.get(owner, ())) + self._running.get(owner, 0)
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any, owner: str = "", **kwargs: Any) -> Future[Any]:
+        future: Future[Any] = Future()
+        with self._cond:
+            if self._closed:
+                raise RuntimeError("the pool is shut down")
+            self.activity.started()
+            self._queues.setdefault(owner, deque()).append((lambda: fn(*args, **kwargs), future))
+            self._cond.notify()
+        return future
+
+    def _take(self) -> tuple[str, Callable[[], Any], Future[Any]] | None:
+        with self._cond:
+            self._cond.wait_for(lambda: self._queues or self._closed)
+            if not self._queues:
+                return None
+            owner, queue = next(iter(self._queues.items()))
+            job, future = queue.popleft()
+            del self._queues[owner]
+            if queue:  # the owner's next job goes to the back of the line
+                self._queues[owner] = queue
+            self._running[owner] = self._running.get(owner, 0) + 1
+            return owner, job, future
+
+    def _work(self) -> None:
+        while (taken := self._take()) is not None:
+            owner, job, future = taken
+            try:
+                if future.set_running_or_notify_cancel():
+                    try:
+                        future.set_result(job())
+                    except BaseException as err:
+                        future.set_exception(err)
+            finally:
+                with self._cond:
+                    self._running[owner] -= 1
+                    if not self._running[owner]:
+                        del self._running[owner]
+                self.activity.finished()
+
+    def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
+        with self._cond:
+            self._closed = True
+            if cancel_futures:
+                for queue in self._queues.values():
+                    for _job, future in queue:
+                        future.cancel()
+                        self.activity.finished()
+                self._queues.clear()
+            self._cond.notify_all()
+        if wait:
+            for thread in self._threads:
+                thread.join()

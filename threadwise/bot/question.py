@@ -19,6 +19,7 @@ class Question:
     user: str
     text: str
     ts: str = ""  # the question message's own ts ("" for a question asked by a button)
+    user_team: str = ""  # the asker's own workspace when Slack says (Slack Connect: another organisation's)
 
     @property
     def key(self) -> ThreadKey:

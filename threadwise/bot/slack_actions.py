@@ -20,9 +20,10 @@ from slack_bolt import App
 
 from threadwise.bot import blocks
 from threadwise.bot.admin_commands import HELP, AdminCommands, is_instant
-from threadwise.bot.question import Question
+from threadwise.bot.question import PLATFORM, Question
 from threadwise.bot.slack_messenger import SlackMessenger
 from threadwise.conversations import ConversationService, TurnView
+from threadwise.db.conversations import ThreadKey
 from threadwise.trace_render import render_trace
 
 log = logging.getLogger(__name__)
@@ -95,11 +96,24 @@ class _Where:
 _notice = blocks.notice_message
 
 
+_MAX_ID = 2**63 - 1  # SQLite's INTEGER: a larger id is no answer of ours (and must not reach the database)
+
+
 def _turn_id(value: Any) -> int | None:
-    try:
-        return int(str(value).rsplit(":", 1)[-1])
-    except (TypeError, ValueError):
+    text = str(value).rsplit(":", 1)[-1]
+    if not text.isdigit() or len(text) > 19:
         return None
+    number = int(text)
+    return number if 0 < number <= _MAX_ID else None
+
+
+def _turn_here(bot: ActionContext, where: _Where, turn_id: int | None) -> TurnView | None:
+    """The turn `turn_id` if it belongs to the thread the button was pressed in, else None: a press sent as
+    from another channel must not show (or post there) an answer of a private one."""
+    if turn_id is None or not where.complete:
+        return None
+    key = ThreadKey(PLATFORM, where.team, where.channel, str(where.thread_ts))
+    return bot.conversations.turn_in(turn_id, key)
 
 
 def _open(bot: ActionContext, where: _Where, view: dict[str, Any]) -> None:
@@ -118,10 +132,10 @@ def _open(bot: ActionContext, where: _Where, view: dict[str, Any]) -> None:
 
 def _explain(bot: ActionContext, ack: Any, body: dict[str, Any], action: dict[str, Any]) -> None:
     ack()
-    where, turn_id = _Where(body), _turn_id(action.get("value"))
-    turn = bot.conversations.get_turn(turn_id) if turn_id is not None else None
-    if turn is None or not where.complete:
-        log.info("ignored an Explain press without a known answer: %s", action.get("value"))
+    where = _Where(body)
+    turn = _turn_here(bot, where, _turn_id(action.get("value")))
+    if turn is None:
+        log.info("ignored an Explain press without a known answer in this thread: %.40s", action.get("value"))
         return
     _mark(bot, where, turn, "running")
 
@@ -155,10 +169,12 @@ def _feedback(bot: ActionContext, ack: Any, body: dict[str, Any], action: dict[s
     ack()
     where = _Where(body)
     vote = action.get("value")
-    turn_id = blocks.turn_id_of_block(action.get("block_id", ""))
-    if vote not in ("up", "down") or turn_id is None or not where.user:
-        log.info("ignored a feedback press without a vote or an answer: %s %s", vote, action.get("block_id"))
+    block_turn = blocks.turn_id_of_block(str(action.get("block_id", "")))
+    turn = _turn_here(bot, where, _turn_id(block_turn)) if block_turn is not None else None
+    if vote not in ("up", "down") or turn is None:
+        log.info("ignored a feedback press without a vote or an answer in this thread: %.40s", vote)
         return
+    turn_id = turn.turn_id
     if vote == "down":  # the modal first: its trigger expires after 3 s
         _open(
             bot, where, blocks.feedback_modal(turn_id, channel=where.channel, thread_ts=str(where.thread_ts))
@@ -191,9 +207,11 @@ def _more(bot: ActionContext, ack: Any, body: dict[str, Any], action: dict[str, 
     ack()
     where = _Where(body)
     value = str((action.get("selected_option") or {}).get("value", ""))
-    turn_id = _turn_id(value)
-    if not value.startswith("trace:") or turn_id is None:
+    turn = _turn_here(bot, where, _turn_id(value)) if value.startswith("trace:") else None
+    if turn is None:
+        log.info("ignored a Behind the scenes press without an answer in this thread")
         return
+    turn_id = turn.turn_id
     try:
         text = render_trace(bot.conversations.trace(turn_id), prompts=False)
     except KeyError:
@@ -206,18 +224,18 @@ def _more(bot: ActionContext, ack: Any, body: dict[str, Any], action: dict[str, 
 
 def _full_answer(bot: ActionContext, ack: Any, body: dict[str, Any], action: dict[str, Any]) -> None:
     ack()
-    turn_id = _turn_id(action.get("value"))
-    turn = bot.conversations.get_turn(turn_id) if turn_id is not None else None
+    where = _Where(body)
+    turn = _turn_here(bot, where, _turn_id(action.get("value")))
     if turn is not None:
-        _open(bot, _Where(body), blocks.full_answer_modal(turn))
+        _open(bot, where, blocks.full_answer_modal(turn))
 
 
 def _retry(bot: ActionContext, ack: Any, body: dict[str, Any], action: dict[str, Any]) -> None:
     """Ask a failed question again, in place of the failure message."""
     ack()
-    where, turn_id = _Where(body), _turn_id(action.get("value"))
-    turn = bot.conversations.get_turn(turn_id) if turn_id is not None else None
-    if turn is None or not where.complete:
+    where = _Where(body)
+    turn = _turn_here(bot, where, _turn_id(action.get("value")))
+    if turn is None:
         return
     question = Question(where.team, where.channel, str(where.thread_ts), where.user, turn.question)
     bot.start_answer(question, claim=f"retry:{turn.turn_id}", placeholder_ts=where.message_ts)

@@ -30,7 +30,7 @@ from threadwise.bot import blocks
 from threadwise.bot.admin_commands import AdminCheck, AdminCommands
 from threadwise.bot.home import home_view
 from threadwise.bot.mrkdwn import mentions_other_user, plain_question
-from threadwise.bot.pool import Activity, TrackedPool
+from threadwise.bot.pool import Activity, FairPool, TrackedPool
 from threadwise.bot.question import PLATFORM, Question
 from threadwise.bot.slack_actions import ActionContext, register_actions
 from threadwise.bot.slack_messenger import SlackMessenger, why
@@ -47,6 +47,12 @@ EMPTY_QUESTION = (
     "_@Threadwise how do I request a new laptop?_ I'll answer in the thread."
 )
 FAILED = ":warning: Sorry, I couldn't answer this time: something went wrong on my side. The error is logged; please try again."
+TOO_LONG = (
+    "That question is too long for me ({length:,} characters; I read up to {limit:,}). "
+    "Please ask it in fewer words, or link the page it is about."
+)
+TOO_MANY = "You have {count} questions waiting for answers already; I'll take new ones as soon as those are answered."
+EXTERNAL = "Sorry, I only answer members of this workspace: the pages I know are internal to it."
 _ANSWERED_SUBTYPES = (None, "thread_broadcast", "file_share")
 # What the app asks Slack for (manifest.yml lists the same; tests hold the two together).
 BOT_SCOPES = frozenset(
@@ -75,12 +81,18 @@ class SlackSettings:
     workspace_admins: bool = True  # workspace admins/owners count as Threadwise admins
     follow_ups_without_mention: bool = True
     answer_workers: int = 8  # questions and explanations worked on at once
+    max_question_chars: int = 2000  # longer questions get a polite request to shorten them
+    max_questions_per_user: int = 3  # one person's questions waiting or being answered at once
+    team_id: str = ""  # the installed workspace; empty: learned from auth.test at start
+    app_id: str = ""  # this app; empty: learned from bots.info at start
+    allow_external_users: bool = False  # answer Slack Connect users of other organisations
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> SlackSettings:
         """SLACK_BOT_TOKEN, SLACK_APP_TOKEN, SLACK_SIGNING_SECRET, SLACK_API_URL, THREADWISE_SLACK_ADMINS
         (comma-separated user ids), THREADWISE_SLACK_WORKSPACE_ADMINS, THREADWISE_SLACK_FOLLOW_UPS,
-        THREADWISE_SLACK_WORKERS."""
+        THREADWISE_SLACK_WORKERS, THREADWISE_MAX_QUESTION_CHARS, THREADWISE_MAX_QUESTIONS_PER_USER,
+        SLACK_TEAM_ID, SLACK_APP_ID, THREADWISE_SLACK_ALLOW_EXTERNAL_USERS."""
 
         url = env.get("SLACK_API_URL", "").strip() or DEFAULT_API_URL
         return cls(
@@ -92,6 +104,11 @@ class SlackSettings:
             workspace_admins=env_flag(env, "THREADWISE_SLACK_WORKSPACE_ADMINS", True),
             follow_ups_without_mention=env_flag(env, "THREADWISE_SLACK_FOLLOW_UPS", True),
             answer_workers=max(1, int(env.get("THREADWISE_SLACK_WORKERS", "8") or 8)),
+            max_question_chars=max(1, int(env.get("THREADWISE_MAX_QUESTION_CHARS", "2000") or 2000)),
+            max_questions_per_user=max(1, int(env.get("THREADWISE_MAX_QUESTIONS_PER_USER", "3") or 3)),
+            team_id=env.get("SLACK_TEAM_ID", "").strip(),
+            app_id=env.get("SLACK_APP_ID", "").strip(),
+            allow_external_users=flag("THREADWISE_SLACK_ALLOW_EXTERNAL_USERS", False),
         )
 
 
@@ -113,6 +130,7 @@ class SlackBot:
         settings: SlackSettings,
         client: WebClient | None = None,
         request_verification: bool = True,
+        ready: threading.Event | None = None,
     ) -> None:
         self.conversations = conversations
         self.admin = admin
@@ -130,9 +148,16 @@ class SlackBot:
         self.activity = Activity()
         self._claims = threading.Lock()
         self.listeners = TrackedPool(max_workers=32, name="threadwise-listener", activity=self.activity)
-        self.workers = TrackedPool(
+        self.workers = FairPool(
             max_workers=settings.answer_workers, name="threadwise-answer", activity=self.activity
         )
+        # Answers wait for this: `serve` clears it, loads the models and the index, then sets it.
+        self.ready = ready if ready is not None else threading.Event()
+        if ready is None:
+            self.ready.set()
+        self.installed_team, self.installed_app = settings.team_id, settings.app_id
+        self._admit = threading.Lock()
+        self._reserved: dict[str, int] = {}  # questions past the per-user check, not yet in the pool
         bolt_log = logging.getLogger("threadwise.bolt")
         bolt_log.addFilter(_quiet_token_note)
         self.app = App(
@@ -145,6 +170,7 @@ class SlackBot:
             logger=bolt_log,
             name="threadwise",
         )
+        self.app.use(self._only_this_installation)
         self.app.event("app_mention")(self.on_mention)
         self.app.event("message")(self.on_message)
         self.app.event("app_home_opened")(self.on_home_opened)
@@ -163,9 +189,42 @@ class SlackBot:
 
     # -- background work --------------------------------------------------------------------------------
 
-    def submit(self, job: Callable[[], None], what: str) -> Future[None]:
-        """Run `job` in the answer pool; its exceptions are logged, never lost."""
-        return self.workers.submit_logged(job, what)
+    def submit(self, job: Callable[[], None], what: str, *, owner: str = "") -> Future[None]:
+        """Run `job` in the answer pool, fairly among owners (users); its exceptions are logged, never lost."""
+        return self.workers.submit_logged(job, what, owner=owner)
+
+    def learn_installation(self) -> None:
+        """The workspace and app this bot is installed as (auth.test, bots.info), unless configured; events of
+        any other are dropped. Best effort: without an answer only the configured ids are checked."""
+        try:
+            auth = self.client.auth_test()
+            self.installed_team = self.installed_team or str(auth.get("team_id") or "")
+            if not self.installed_app and auth.get("bot_id"):
+                bot = self.client.bots_info(bot=str(auth["bot_id"])).get("bot") or {}
+                self.installed_app = str(bot.get("app_id") or "")
+        except SlackApiError as err:
+            log.warning("could not learn the installed workspace and app: %s", why(err))
+
+    def _only_this_installation(self, body: dict[str, Any], next: Callable[[], None]) -> None:
+        """Bolt middleware: requests of another workspace or app are acknowledged and dropped."""
+        team = body.get("team_id") or (body["team"].get("id") if isinstance(body.get("team"), dict) else None)
+        app = body.get("api_app_id")
+        if (self.installed_team and team and team != self.installed_team) or (
+            self.installed_app and app and app != self.installed_app
+        ):
+            log.info("dropped a request of another workspace or app (%s, %s)", team, app)
+            return
+        next()
+
+    def external(self, user_team: Any) -> bool:
+        """True for a user of another organisation (Slack Connect) when they are not let in."""
+        return bool(
+            not self.settings.allow_external_users
+            and self.installed_team
+            and isinstance(user_team, str)
+            and user_team
+            and user_team != self.installed_team
+        )
 
     @property
     def waiting(self) -> int:
@@ -177,6 +236,7 @@ class SlackBot:
         return self.activity.wait_idle(timeout)
 
     def close(self, *, wait: bool = True) -> None:
+        self.ready.set()  # questions held for the warm-up are answered (or dropped) rather than left waiting
         self.workers.shutdown(wait=wait, cancel_futures=not wait)
         self.listeners.shutdown(wait=wait, cancel_futures=not wait)
 
@@ -217,14 +277,20 @@ class SlackBot:
         team = body.get("team_id") or event.get("team") or context.team_id or ""
         text = plain_question(str(event.get("text") or ""), bot_user_id=context.bot_user_id or "")
         return Question(
-            team=team, channel=channel, thread_ts=event.get("thread_ts") or ts, user=user, text=text, ts=ts
+            team=team,
+            channel=channel,
+            thread_ts=event.get("thread_ts") or ts,
+            user=user,
+            text=text,
+            ts=ts,
+            user_team=str(event.get("user_team") or ""),
         )
 
     def on_home_opened(self, event: dict[str, Any]) -> None:
         user = event.get("user")
         if event.get("tab", "home") != "home" or not isinstance(user, str):
             return
-        self.submit(lambda: self.publish_home(user), "publishing the Home tab")
+        self.submit(lambda: self.publish_home(user), "publishing the Home tab", owner=user)
 
     def publish_home(self, user: str) -> None:
         admin = self.is_admin(user)
@@ -236,8 +302,10 @@ class SlackBot:
         self.client.views_publish(user_id=user, view=view)
 
     def on_error(self, error: Exception, body: dict[str, Any]) -> None:
-        kind = body.get("type") or (body.get("event") or {}).get("type")
-        log.error("Slack listener failed on %s", kind, exc_info=error)
+        """One line per failure (hostile payloads must not flood the log); the traceback at debug level."""
+        kind = body.get("type") if isinstance(body, dict) else None
+        log.error("Slack listener failed on %s: %s", kind, type(error).__name__)
+        log.debug("the failure", exc_info=error)
 
     def claim(self, key: str) -> bool:
         """True the first time `key` is claimed (in this or any process sharing the database), then False.
@@ -257,21 +325,53 @@ class SlackBot:
         if claim is not None and not self.claim(claim):
             log.info("already answered %s (a retry or a duplicate event)", claim)
             return False
-        if not question.text:
-            self.messenger.post(question.channel, question.thread_ts, blocks.notice_message(EMPTY_QUESTION))
+        refusal = self._refusal(question) or self._reserve(question.user)
+        if refusal is not None:
+            self.messenger.post(question.channel, question.thread_ts, blocks.notice_message(refusal))
             return True
-        placeholder = blocks.placeholder_message(question.text, waiting=self.waiting)
-        if placeholder_ts is not None:
-            placeholder_ts = self.messenger.deliver(
-                question.channel, question.thread_ts, placeholder_ts, placeholder
-            )
-        else:
-            placeholder_ts = self.messenger.post(question.channel, question.thread_ts, placeholder)
-        ts = placeholder_ts
-        self.submit(lambda: self._answer(question, ts), "answering")
+        try:
+            placeholder = blocks.placeholder_message(question.text, waiting=self.waiting)
+            if placeholder_ts is not None:
+                placeholder_ts = self.messenger.deliver(
+                    question.channel, question.thread_ts, placeholder_ts, placeholder
+                )
+            else:
+                placeholder_ts = self.messenger.post(question.channel, question.thread_ts, placeholder)
+            ts = placeholder_ts
+            self.submit(lambda: self._answer(question, ts), "answering", owner=question.user)
+        finally:
+            self._release(question.user)
         return True
 
+    def _reserve(self, user: str) -> str | None:
+        """Count a question of `user` as in flight from now (several listeners check at once), or say why
+        not: the user has `max_questions_per_user` waiting or being answered already."""
+        with self._admit:
+            count = self.workers.in_flight(user) + self._reserved.get(user, 0)
+            if count >= self.settings.max_questions_per_user:
+                return TOO_MANY.format(count=count)
+            self._reserved[user] = self._reserved.get(user, 0) + 1
+            return None
+
+    def _release(self, user: str) -> None:
+        """The reservation ends once the question is in the pool (which counts it from then on)."""
+        with self._admit:
+            self._reserved[user] -= 1
+            if not self._reserved[user]:
+                del self._reserved[user]
+
+    def _refusal(self, question: Question) -> str | None:
+        """Why `question` is not answered (politely), or None."""
+        if not question.text:
+            return EMPTY_QUESTION
+        if self.external(question.user_team):
+            return EXTERNAL
+        if len(question.text) > self.settings.max_question_chars:
+            return TOO_LONG.format(length=len(question.text), limit=self.settings.max_question_chars)
+        return None
+
     def _answer(self, question: Question, placeholder_ts: str | None) -> None:
+        self.ready.wait()
         try:
             spaces = self.admin.channel_spaces(question.channel) or None
             turn = self.conversations.ask(

@@ -1,0 +1,32 @@
+"""Keeping secrets and internal addresses out of what people see: logs, `doctor`, status, Slack replies."""
+
+from __future__ import annotations
+
+import logging
+import re
+
+# scheme://user:password@host → scheme://***@host (any URL, anywhere in a text)
+_USERINFO = re.compile(r"(?P<scheme>\b[a-zA-Z][a-zA-Z0-9+.-]*://)[^/\s@]+@")
+_URL = re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.-]*://[^\s)\]>'\"]+")
+_HOST_PORT = re.compile(r"\b(?:\d{1,3}(?:\.\d{1,3}){3}|[a-zA-Z0-9-]+(?:\.[a-zA-Z0-9-]+)+):\d{2,5}\b")
+
+
+def redact_credentials(text: str) -> str:
+    """`text` with the credentials inside URLs replaced by ***."""
+    return _USERINFO.sub(r"\g<scheme>***@", text)
+
+
+def redact_endpoints(text: str) -> str:
+    """`text` without URLs and host:port pairs, for messages users see (the LLM failed: not where it runs)."""
+    return _HOST_PORT.sub("[endpoint]", _URL.sub("[endpoint]", text))
+
+
+class RedactingFilter(logging.Filter):
+    """A log filter that removes credentials in URLs from every record (message and arguments, formatted)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        clean = redact_credentials(message)
+        if clean != message:
+            record.msg, record.args = clean, None
+        return True
