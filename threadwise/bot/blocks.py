@@ -35,6 +35,7 @@ MAX_ANSWER_SECTIONS = 3  # beyond this, "Read the full answer"
 MAX_MODAL_BLOCKS = 100
 MAX_SOURCE_LINES = 8
 MAX_FOLLOW_UPS = 3
+LABEL_CHARS = 150  # a page title in a link: a 10 KB title must not push the rest of a line out
 
 _TURN_BLOCK = re.compile(r"^turn:(\d+)")
 
@@ -91,7 +92,7 @@ def source_lines(sources: Sequence[SourceView]) -> str:
     groups = page_groups(sources)
     lines = []
     for numbers, s in groups[:MAX_SOURCE_LINES]:
-        parts = [f"[{', '.join(map(str, numbers))}] {link(s.url, s.title or s.label)}"]
+        parts = [f"[{', '.join(map(str, numbers))}] {link(s.url, truncate(s.title or s.label, LABEL_CHARS))}"]
         if s.space:
             parts.append(escape(s.space))
         updated = slack_date(s.last_modified, prefix="updated ")
@@ -107,7 +108,9 @@ def _not_found_mrkdwn(turn: TurnView) -> str:
     text = f":mag: {NOT_FOUND_PLAIN}"
     closest = [s for _, s in page_groups(turn.sources)[:3]]
     if closest:
-        text += "\nClosest pages I looked at: " + ", ".join(link(s.url, s.title or s.label) for s in closest)
+        text += "\nClosest pages I looked at: " + ", ".join(
+            link(s.url, truncate(s.title or s.label, LABEL_CHARS)) for s in closest
+        )
     return (
         text + "\nTry other words, or ask an admin whether the right space is synced (`/threadwise status`)."
     )
@@ -137,7 +140,8 @@ def answer_message(turn: TurnView, *, explain_state: str = "ready", feedback_but
     blocks.append(_actions_block(turn, explain_state=explain_state, cut=cut))
     if feedback_buttons and not turn.error:
         blocks.append(_feedback_block(turn.turn_id))
-    return {"text": truncate(strip_citations(turn.answer) or turn.answer, 300), "blocks": blocks}
+    # `text` is what notifications show, and Slack parses it as mrkdwn too: escaped like the blocks
+    return {"text": escape(truncate(strip_citations(turn.answer) or turn.answer, 300)), "blocks": blocks}
 
 
 def _follow_up_block(turn: TurnView) -> Block:
@@ -228,7 +232,7 @@ MAX_SOURCES_PER_CLUSTER = 8
 def cluster_line(cluster: ClusterAttribution) -> str:
     """ "`██████▊` *67%*  <url|Page (row 7)> [1], <url|Other page> [4]"."""
     shown = cluster.sources[:MAX_SOURCES_PER_CLUSTER]
-    sources = ", ".join(f"{link(s.url, truncate(s.label, 150))} [{s.position}]" for s in shown)
+    sources = ", ".join(f"{link(s.url, truncate(s.label, LABEL_CHARS))} [{s.position}]" for s in shown)
     if len(cluster.sources) > len(shown):
         sources += f" and {len(cluster.sources) - len(shown)} more"
     if cluster.scored:
@@ -241,7 +245,7 @@ def cluster_line(cluster: ClusterAttribution) -> str:
 def explanation_message(view: ExplainView) -> Message:
     """The attribution as its own thread message: one line per cluster, largest share first."""
     if view.error or not view.result:
-        return {"text": view.text, "blocks": [section(f":information_source: {escape(view.text)}")]}
+        return {"text": escape(view.text), "blocks": [section(f":information_source: {escape(view.text)}")]}
     expl = Explanation.from_dict(view.result)
     ordered = sorted(expl.clusters, key=lambda c: (not c.scored, -c.share, c.index))
     blocks = [section(WHY)]
@@ -254,7 +258,11 @@ def explanation_message(view: ExplainView) -> Message:
     footer = f"{expl.answer_calls} answer calls · {seconds:.1f} s"
     blocks.append(context(footer + (" · computed earlier" if view.cached else "")))
     top = ordered[0] if ordered and ordered[0].sources else None
-    summary = f"Explanation: {top.share * 100:.0f}% from {top.sources[0].label}" if top else "Explanation"
+    summary = (
+        f"Explanation: {top.share * 100:.0f}% from {escape(truncate(top.sources[0].label, LABEL_CHARS))}"
+        if top
+        else "Explanation"
+    )
     return {"text": summary, "blocks": blocks}
 
 

@@ -15,6 +15,7 @@ from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 
 from threadwise.bot.slack_app import BOT_SCOPES, SlackSettings
+from threadwise.redact import redact_credentials
 
 _SLACK_ERRORS = {
     "invalid_auth": "the token is not valid (copied wrongly, or from another app)",
@@ -108,11 +109,12 @@ def slack_checks(settings: SlackSettings, *, http: bool, client: WebClient | Non
 
 
 def render(checks: Iterable[Check]) -> str:
-    """One line per check: ✔ / ✘ / ! (a warning) / – name: detail."""
+    """One line per check: ✔ / ✘ / ! (a warning) / – name: detail (credentials inside URLs, e.g. in
+    CONFLUENCE_URL, as ***)."""
     lines = []
     for c in checks:
         mark = "–" if c.skipped else ("✘" if not c.ok else ("!" if c.warning else "✔"))
-        lines.append(f"{mark} {c.name}: {c.detail}")
+        lines.append(f"{mark} {c.name}: {redact_credentials(c.detail)}")
     return "\n".join(lines)
 
 

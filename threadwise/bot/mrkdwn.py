@@ -83,7 +83,8 @@ def markdown_to_mrkdwn(markdown: str) -> str:
             out.append(escape(part))
             continue
         text = escape(part)
-        text = _MD_LINK.sub(lambda m: link(m.group(2).replace("&amp;", "&"), m.group(1)), text)
+        # a link written in the text shows where it goes: only links the bot builds may carry a label
+        text = _MD_LINK.sub(lambda m: f"{m.group(1)} ({m.group(2)})", text)
         text = _HEADING.sub(lambda m: f"*{m.group(1)}*", text)
         text = _BULLET.sub(lambda m: f"{m.group(1)}• ", text)
         text = _BOLD.sub(lambda m: f"*{m.group(1) or m.group(2)}*", text)
@@ -97,6 +98,11 @@ def truncate(text: str, limit: int, *, ellipsis: str = "…") -> str:
     if len(text) <= limit:
         return text
     cut = text[: limit - len(ellipsis)]
+    if cut.rfind("<") > cut.rfind(">"):  # never inside a link or a date: drop the cut one whole
+        cut = cut[: cut.rfind("<")]
+    amp = cut.rfind("&")
+    if amp >= 0 and ";" not in cut[amp:] and len(cut) - amp <= 6:  # nor inside an entity (&amp; &lt; &gt;)
+        cut = cut[:amp]
     space = cut.rfind(" ")
     if space > limit * 0.6:
         cut = cut[:space]

@@ -9,12 +9,14 @@ from __future__ import annotations
 import argparse
 import importlib
 import logging
+import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import NoReturn
 
 from threadwise.cli.errors import closed_pipe, describe_error, print_error
+from threadwise.redact import RedactingFilter
 from threadwise.settings import load_settings
 from threadwise.wiring import Threadwise
 
@@ -74,10 +76,12 @@ def main(argv: list[str] | None = None) -> int:
             return closed_pipe()
         return done.code if isinstance(done.code, int) else 2
     args._state["args"] = args
+    os.umask(0o077)  # the data folder and every file in it (SQLite, Chroma, BM25, locks): this user only
     level = logging.DEBUG if args.verbose else logging.WARNING
     logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     for handler in logging.getLogger().handlers:  # bm25s sets its own logger to DEBUG when imported (late)
         handler.setLevel(level)
+        handler.addFilter(RedactingFilter())  # no credentials in URLs reach a log
     for noisy in ("chromadb", "httpx", "urllib3", "sentence_transformers", "bm25s", "apscheduler"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
     try:
