@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def test_the_fair_pool_serves_users_in_turn() -> None:
     pool = FairPool(max_workers=1, name="t", activity=Activity())
-    gate, order = threading.Event(), []
+    gate, order = threading.Event(), list[str]()
     pool.submit(gate.wait, owner="A")
     for i in range(5):
         pool.submit(order.append, f"A{i}", owner="A")

@@ -93,7 +93,6 @@ class SlackSettings:
         (comma-separated user ids), THREADWISE_SLACK_WORKSPACE_ADMINS, THREADWISE_SLACK_FOLLOW_UPS,
         THREADWISE_SLACK_WORKERS, THREADWISE_MAX_QUESTION_CHARS, THREADWISE_MAX_QUESTIONS_PER_USER,
         SLACK_TEAM_ID, SLACK_APP_ID, THREADWISE_SLACK_ALLOW_EXTERNAL_USERS."""
-
         url = env.get("SLACK_API_URL", "").strip() or DEFAULT_API_URL
         return cls(
             bot_token=env.get("SLACK_BOT_TOKEN", "").strip(),
@@ -108,7 +107,7 @@ class SlackSettings:
             max_questions_per_user=max(1, int(env.get("THREADWISE_MAX_QUESTIONS_PER_USER", "3") or 3)),
             team_id=env.get("SLACK_TEAM_ID", "").strip(),
             app_id=env.get("SLACK_APP_ID", "").strip(),
-            allow_external_users=flag("THREADWISE_SLACK_ALLOW_EXTERNAL_USERS", False),
+            allow_external_users=env_flag(env, "THREADWISE_SLACK_ALLOW_EXTERNAL_USERS", False),
         )
 
 
