@@ -13,7 +13,7 @@ from typing import Any
 
 from tests.support.fake_slack import FakeSlack
 from tests.support.slack_events import SlackSender
-from threadwise.bot.http_server import HttpServer
+from threadwise.bot.http_server import HttpLimits, HttpServer
 from threadwise.bot.slack_app import SlackBot, SlackSettings
 from threadwise.conversations import ConversationService
 from threadwise.core.answer.extractive import ExtractiveAnswerer
@@ -116,10 +116,12 @@ class Running:
 
 
 @contextmanager
-def running_bot(world: World, slack: FakeSlack, **settings: Any) -> Iterator[Running]:
+def running_bot(
+    world: World, slack: FakeSlack, *, limits: HttpLimits | None = None, **settings: Any
+) -> Iterator[Running]:
     """The Slack bot for `world` on a real HTTP server at 127.0.0.1 (a free port), talking to `slack`.
 
-    `settings` override SlackSettings fields (e.g. follow_ups_without_mention=False).
+    `settings` override SlackSettings fields (e.g. follow_ups_without_mention=False); `limits` the server's.
     """
     base = SlackSettings(
         bot_token=slack.token, signing_secret=SIGNING_SECRET, api_url=slack.api_url, admin_user_ids=(ADMIN,)
@@ -127,7 +129,7 @@ def running_bot(world: World, slack: FakeSlack, **settings: Any) -> Iterator[Run
     bot = SlackBot(conversations=world.conversations, admin=world.admin, settings=replace(base, **settings))
     bot.learn_installation()  # as `serve` does: only this workspace's and app's requests are answered
     slack.calls.clear()  # tests look at what requests cause, not at start-up
-    server = HttpServer(bot, host="127.0.0.1", port=0)
+    server = HttpServer(bot, host="127.0.0.1", port=0, limits=limits)
     server.start()
     try:
         yield Running(

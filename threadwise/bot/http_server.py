@@ -109,9 +109,15 @@ class SlackAsgiApp:
             raise _Refused(400, "malformed body")
         # Interactions and slash commands carry no event id: their signature is what a replay repeats.
         once = signature if "application/x-www-form-urlencoded" in headers.get("content-type", "") else None
-        request = BoltRequest(
-            body=body, query=scope.get("query_string", b"").decode("latin-1"), headers=_bolt_headers(headers)
-        )
+        try:
+            request = BoltRequest(
+                body=body,
+                query=scope.get("query_string", b"").decode("latin-1"),
+                headers=_bolt_headers(headers),
+            )
+        except Exception:  # Bolt reads ids out of the payload as it builds the request: odd shapes trip it
+            log.info("refused a signed request whose payload Bolt cannot read")
+            raise _Refused(400, "malformed body") from None
         loop = asyncio.get_running_loop()
         response: BoltResponse = await loop.run_in_executor(
             self._dispatch, self._dispatch_safely, request, once
@@ -161,9 +167,10 @@ def _well_formed(body: str, content_type: str) -> bool:
     """A JSON object (events), or a form whose `payload`, if any, is a JSON object (interactions)."""
     if "application/json" in content_type:
         try:
-            return isinstance(json.loads(body), dict)
+            parsed = json.loads(body)
         except ValueError:
             return False
+        return isinstance(parsed, dict) and _shape_ok(parsed)
     if "application/x-www-form-urlencoded" in content_type:
         try:
             form = parse_qs(body, strict_parsing=bool(body), max_num_fields=200)
@@ -175,8 +182,28 @@ def _well_formed(body: str, content_type: str) -> bool:
             payload = json.loads(form["payload"][0])
         except ValueError:
             return False
-        return isinstance(payload, dict) and isinstance(payload.get("type"), str)
+        return isinstance(payload, dict) and isinstance(payload.get("type"), str) and _shape_ok(payload)
     return False
+
+
+_OBJECTS = ("team", "user", "channel", "container", "message", "view", "enterprise", "authorizations")
+
+
+def _shape_ok(body: dict[str, Any]) -> bool:
+    """The parts Bolt reads before any listener runs have the shape Slack gives them (a signed request can
+    still carry `"event": null` or `"actions": []`, which trip Bolt itself)."""
+    kind = body.get("type")
+    if kind == "event_callback":
+        event = body.get("event")
+        if not (isinstance(event, dict) and isinstance(event.get("type"), str)):
+            return False
+    if kind in ("block_actions", "interactive_message"):
+        actions = body.get("actions")
+        if not (isinstance(actions, list) and actions and all(isinstance(a, dict) for a in actions)):
+            return False
+    if kind in ("view_submission", "view_closed") and not isinstance(body.get("view"), dict):
+        return False
+    return all(isinstance(body[k], dict | list) for k in _OBJECTS if k in body)
 
 
 async def _respond(send: Send, status: int, text: str, headers: dict[str, Any]) -> None:

@@ -21,7 +21,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any
 
-from slack_bolt import App
+from slack_bolt import App, BoltResponse
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 from slack_sdk.http_retry.builtin_handlers import RateLimitErrorRetryHandler
@@ -204,16 +204,17 @@ class SlackBot:
         except SlackApiError as err:
             log.warning("could not learn the installed workspace and app: %s", why(err))
 
-    def _only_this_installation(self, body: dict[str, Any], next: Callable[[], None]) -> None:
+    def _only_this_installation(self, body: dict[str, Any], next: Callable[[], None]) -> BoltResponse | None:
         """Bolt middleware: requests of another workspace or app are acknowledged and dropped."""
         team = body.get("team_id") or (body["team"].get("id") if isinstance(body.get("team"), dict) else None)
         app = body.get("api_app_id")
         if (self.installed_team and team and team != self.installed_team) or (
             self.installed_app and app and app != self.installed_app
         ):
-            log.info("dropped a request of another workspace or app (%s, %s)", team, app)
-            return
+            log.info("dropped a request of another workspace or app (%.20s, %.20s)", team, app)
+            return BoltResponse(status=200, body="")
         next()
+        return None
 
     def external(self, user_team: Any) -> bool:
         """True for a user of another organisation (Slack Connect) when they are not let in."""
