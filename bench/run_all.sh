@@ -30,6 +30,7 @@ for tables in rows tables; do $T eval --tables "$tables" --out "$OUT/tables-$tab
 .venv/bin/python bench/sync_bench.py --json "$OUT/sync.json"
 .venv/bin/python bench/slack_bench.py --out "$OUT/slack.json"
 .venv/bin/python bench/teams_bench.py --out "$OUT/teams.json"
+.venv/bin/python bench/reliability.py > "$OUT/reliability.json"
 .venv/bin/python bench/explain_llm_bench.py --latency 0.5 > "$OUT/explain-llm.json"
 
 # indexing through an embeddings server vs in-process, same model, concurrency 1/4/8

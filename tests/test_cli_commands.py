@@ -56,6 +56,16 @@ def cases() -> list[Case]:
         Case("empty", ("trace", "1", "--json"), 1, says="there is no turn 1"),
         Case("empty", ("trace", "one"), usage, says="invalid int"),
         Case("empty", ("index", "--docs", docs), 0, says="6 pages"),
+        Case("empty", ("purge",), 0, says="older than 90 days"),
+        Case("empty", ("purge", "--days", "7"), 0, says="older than 7 days"),
+        Case(
+            "empty",
+            ("purge",),
+            config,
+            says="THREADWISE_RETENTION_DAYS",
+            env={"THREADWISE_RETENTION_DAYS": "-1"},
+        ),
+        Case("empty", ("forget-user", "U0GONE"), 0, says="Removed for U0GONE"),
         Case("empty", ("index", "--docs", "/nonexistent"), usage, says="/nonexistent"),
         Case("empty", ("spaces", "list"), 0, says="No spaces configured"),
         Case(

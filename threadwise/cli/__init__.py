@@ -26,6 +26,7 @@ COMMAND_MODULES = (
     "threadwise.cli.eval_cmd",
     "threadwise.cli.admin_cmds",
     "threadwise.cli.serve_cmds",
+    "threadwise.cli.data_cmds",
     "threadwise.cli.teams_cmds",
 )
 

@@ -95,7 +95,9 @@ def _run_front_ends(
 ) -> None:
     from threadwise.bot.serve import serve
     from threadwise.bot.slack_app import build_slack_bot
+    from threadwise.cli.data_cmds import start_daily_purge
 
+    start_daily_purge(tw)  # THREADWISE_RETENTION_DAYS (default 90)
     scheduler = None if args.no_sync else tw.scheduler
     if scheduler is not None and tw.confluence is None:
         print("Confluence is not configured: no scheduled sync; answering from what is indexed.", flush=True)
