@@ -84,3 +84,8 @@ def test_the_commands(tmp_path: Path) -> None:
     purged = cli("purge")
     assert purged.returncode == 0 and "older than 90 days" in purged.stdout
     assert (tmp_path / "data").stat().st_mode & 0o077 == 0  # the data folder is the service user's alone
+    broken = tmp_path / "docs"
+    broken.mkdir()
+    (broken / "bad.json").write_text("{not json")
+    indexed = cli("index", "--docs", str(broken))  # a page that could not be indexed: scripts see exit 1
+    assert indexed.returncode == 1 and "could not be indexed" in indexed.stderr, indexed.stderr

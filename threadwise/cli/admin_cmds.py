@@ -106,6 +106,9 @@ def _sync(admin: AdminService, args: argparse.Namespace) -> int:
     failed = [r.space for r in reports if r.status in ("failed", "busy")]
     if failed:
         return print_error(f"the sync of {', '.join(failed)} did not finish (see above)", 1)
+    partial = [r.space for r in reports if r.status == "partial"]
+    if partial:  # a script (cron, CI) must see that some pages are not in the index
+        return print_error(f"some pages of {', '.join(partial)} could not be synced (listed above)", 1)
     return 0
 
 

@@ -260,4 +260,6 @@ def index_folder(args: argparse.Namespace, build: Build) -> int:
         f"{report.pages} pages: {report.embedded} embedded, {report.unchanged} unchanged, "
         f"{skipped} skipped; {v.embedded} texts embedded, {v.cached + v.shared} reused; {report.seconds:.1f} s"
     )
+    if skipped:  # a script must see that some pages are not in the index
+        return print_error(f"{skipped} pages or files could not be indexed (listed above)", 1)
     return 0
