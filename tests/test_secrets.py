@@ -14,13 +14,16 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_credentials_and_endpoints_are_redacted() -> None:
-    assert redact_credentials("at http://user:s3cret@wiki.local:8090/x") == "at http://***@wiki.local:8090/x"
+    assert (
+        redact_credentials("at http://user:s3cret@wiki.local:8090/x")
+        == "at http://user:***@wiki.local:8090/x"
+    )
     assert redact_endpoints("The model at http://10.0.0.5:8000/v1 failed; retry 10.0.0.5:8000") == (
         "The model at [endpoint] failed; retry [endpoint]"
     )
     record = logging.LogRecord("t", logging.WARNING, __file__, 1, "GET %s failed", ("https://a:b@h/p",), None)
     RedactingFilter().filter(record)
-    assert record.getMessage() == "GET https://***@h/p failed"
+    assert record.getMessage() == "GET https://a:***@h/p failed"
 
 
 def test_doctor_never_prints_the_password_in_confluence_url(tmp_path: Path) -> None:
