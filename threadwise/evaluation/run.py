@@ -130,6 +130,7 @@ def run_eval(
     answering = not isinstance(pipeline.answerer, NoAnswer)
     conversations = load_conversations(cfg.qa, cfg.lang)[: cfg.limit]
     total_questions = sum(len(c) for c in conversations)
+    progress("questions", 0, total_questions)  # starts the clock of the questions' rate
 
     ranks: list[int | None] = []
     rows: list[tuple[QATurn, int | None]] = []

@@ -139,6 +139,8 @@ def index_pages(
         index_tables=index_tables,
         index_rows=index_rows,
     )
+    if progress is not None:
+        progress(0, len(pages))  # the clock of a rate starts here, not at the first batch done
     for start in range(0, len(pages), BATCH_PAGES):
         batch = pages[start : start + BATCH_PAGES]
         outcomes = index_batch(
