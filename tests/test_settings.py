@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from threadwise.bot.slack_app import SlackSettings
+from threadwise.bot.slack_settings import SlackSettings
 from threadwise.bot.teams_settings import TeamsSettings
 from threadwise.connectors.confluence_rest import ConfluenceSettings
 from threadwise.settings import env_flag, env_list, load_settings

@@ -14,7 +14,7 @@ from threadwise.bot import blocks
 from threadwise.bot.doctor import all_ok, render, slack_checks
 from threadwise.bot.mrkdwn import SECTION_LIMIT, link, markdown_to_mrkdwn, plain_question, split_mrkdwn
 from threadwise.bot.slack_actions import COMMAND
-from threadwise.bot.slack_app import BOT_EVENTS, BOT_SCOPES, SlackSettings
+from threadwise.bot.slack_settings import BOT_EVENTS, BOT_SCOPES, SlackSettings
 from threadwise.conversations import SourceView, TurnView
 
 

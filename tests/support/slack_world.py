@@ -14,7 +14,8 @@ from typing import Any
 from tests.support.fake_slack import FakeSlack
 from tests.support.slack_events import SlackSender
 from threadwise.bot.http_server import HttpLimits, HttpServer
-from threadwise.bot.slack_app import SlackBot, SlackSettings
+from threadwise.bot.slack_app import SlackBot
+from threadwise.bot.slack_settings import SlackSettings
 from threadwise.conversations import ConversationService
 from threadwise.core.answer.extractive import ExtractiveAnswerer
 from threadwise.core.complete.history import HistoryCompleter

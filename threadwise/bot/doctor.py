@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 
-from threadwise.bot.slack_app import BOT_SCOPES, SlackSettings
+from threadwise.bot.slack_settings import BOT_SCOPES, SlackSettings
 from threadwise.redact import redact_credentials
 
 _SLACK_ERRORS = {

@@ -15,7 +15,8 @@ from collections.abc import Callable
 from typing import Protocol
 
 from threadwise.bot.http_server import EVENTS_PATH, HttpLimits, HttpServer
-from threadwise.bot.slack_app import SlackBot, SlackSettings
+from threadwise.bot.slack_app import SlackBot
+from threadwise.bot.slack_settings import SlackSettings
 
 log = logging.getLogger(__name__)
 

@@ -16,15 +16,13 @@ from __future__ import annotations
 import logging
 import re
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from concurrent.futures import Future
-from dataclasses import dataclass
 from typing import Any
 
 from slack_bolt import App, BoltResponse
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
-from slack_sdk.http_retry.builtin_handlers import RateLimitErrorRetryHandler
 
 from threadwise.bot import blocks
 from threadwise.bot.admin_commands import AdminCheck, AdminCommands
@@ -34,14 +32,13 @@ from threadwise.bot.pool import Activity, FairPool, TrackedPool
 from threadwise.bot.question import PLATFORM, Question
 from threadwise.bot.slack_actions import ActionContext, register_actions
 from threadwise.bot.slack_messenger import SlackMessenger, why
+from threadwise.bot.slack_settings import SlackSettings, make_client
 from threadwise.conversations import ConversationService
-from threadwise.settings import env_flag, env_list
 from threadwise.sync.admin import AdminService
 
 _MENTION = re.compile(r"<@[A-Z0-9]+(?:\|[^>]*)?>")
 log = logging.getLogger(__name__)
 
-DEFAULT_API_URL = "https://slack.com/api/"
 EMPTY_QUESTION = (
     "Hi! Ask me a question about your Confluence pages, for example "
     "_@Threadwise how do I request a new laptop?_ I'll answer in the thread."
@@ -54,68 +51,6 @@ TOO_LONG = (
 TOO_MANY = "You have {count} questions waiting for answers already; I'll take new ones as soon as those are answered."
 EXTERNAL = "Sorry, I only answer members of this workspace: the pages I know are internal to it."
 _ANSWERED_SUBTYPES = (None, "thread_broadcast", "file_share")
-# What the app asks Slack for (manifest.yml lists the same; tests hold the two together).
-BOT_SCOPES = frozenset(
-    {
-        "app_mentions:read",
-        "channels:history",
-        "groups:history",
-        "im:history",
-        "chat:write",
-        "commands",
-        "users:read",
-    }
-)
-BOT_EVENTS = frozenset({"app_mention", "app_home_opened", "message.channels", "message.groups", "message.im"})
-
-
-@dataclass(frozen=True)
-class SlackSettings:
-    """What the Slack app needs; the composition root fills it (`from_env` reads Bolt's usual names)."""
-
-    bot_token: str
-    signing_secret: str = ""  # HTTP mode only
-    app_token: str = ""  # Socket Mode only (xapp-…)
-    api_url: str = DEFAULT_API_URL  # the Web API base URL, with its /api/ suffix
-    admin_user_ids: tuple[str, ...] = ()
-    workspace_admins: bool = True  # workspace admins/owners count as Threadwise admins
-    follow_ups_without_mention: bool = True
-    answer_workers: int = 8  # questions and explanations worked on at once
-    max_question_chars: int = 2000  # longer questions get a polite request to shorten them
-    max_questions_per_user: int = 3  # one person's questions waiting or being answered at once
-    team_id: str = ""  # the installed workspace; empty: learned from auth.test at start
-    app_id: str = ""  # this app; empty: learned from bots.info at start
-    allow_external_users: bool = False  # answer Slack Connect users of other organisations
-
-    @classmethod
-    def from_env(cls, env: Mapping[str, str]) -> SlackSettings:
-        """SLACK_BOT_TOKEN, SLACK_APP_TOKEN, SLACK_SIGNING_SECRET, SLACK_API_URL, THREADWISE_SLACK_ADMINS
-        (comma-separated user ids), THREADWISE_SLACK_WORKSPACE_ADMINS, THREADWISE_SLACK_FOLLOW_UPS,
-        THREADWISE_SLACK_WORKERS, THREADWISE_MAX_QUESTION_CHARS, THREADWISE_MAX_QUESTIONS_PER_USER,
-        SLACK_TEAM_ID, SLACK_APP_ID, THREADWISE_SLACK_ALLOW_EXTERNAL_USERS."""
-        url = env.get("SLACK_API_URL", "").strip() or DEFAULT_API_URL
-        return cls(
-            bot_token=env.get("SLACK_BOT_TOKEN", "").strip(),
-            signing_secret=env.get("SLACK_SIGNING_SECRET", "").strip(),
-            app_token=env.get("SLACK_APP_TOKEN", "").strip(),
-            api_url=url if url.endswith("/") else url + "/",
-            admin_user_ids=env_list(env, "THREADWISE_SLACK_ADMINS"),
-            workspace_admins=env_flag(env, "THREADWISE_SLACK_WORKSPACE_ADMINS", True),
-            follow_ups_without_mention=env_flag(env, "THREADWISE_SLACK_FOLLOW_UPS", True),
-            answer_workers=max(1, int(env.get("THREADWISE_SLACK_WORKERS", "8") or 8)),
-            max_question_chars=max(1, int(env.get("THREADWISE_MAX_QUESTION_CHARS", "2000") or 2000)),
-            max_questions_per_user=max(1, int(env.get("THREADWISE_MAX_QUESTIONS_PER_USER", "3") or 3)),
-            team_id=env.get("SLACK_TEAM_ID", "").strip(),
-            app_id=env.get("SLACK_APP_ID", "").strip(),
-            allow_external_users=env_flag(env, "THREADWISE_SLACK_ALLOW_EXTERNAL_USERS", False),
-        )
-
-
-def make_client(settings: SlackSettings) -> WebClient:
-    """The Web API client: Slack's base URL from the settings; waits out rate limits (HTTP 429, Retry-After)."""
-    client = WebClient(token=settings.bot_token, base_url=settings.api_url)
-    client.retry_handlers.append(RateLimitErrorRetryHandler(max_retry_count=3))
-    return client
 
 
 class SlackBot:

@@ -17,7 +17,7 @@ from threadwise.wiring import Threadwise
 
 if TYPE_CHECKING:
     from threadwise.bot.doctor import Check
-    from threadwise.bot.slack_app import SlackSettings
+    from threadwise.bot.slack_settings import SlackSettings
 
 Build = Callable[[], Threadwise]
 
@@ -59,7 +59,7 @@ def _serve(tw: Threadwise, args: argparse.Namespace) -> int:
     from urllib.error import URLError
 
     from threadwise.bot.serve import require_tokens
-    from threadwise.bot.slack_app import SlackSettings
+    from threadwise.bot.slack_settings import SlackSettings
 
     settings = SlackSettings.from_env(tw.settings.env)
     teams = TeamsSettings.from_env(tw.settings.env)
@@ -120,7 +120,7 @@ def _run_front_ends(
 
 def _doctor(tw: Threadwise, args: argparse.Namespace) -> int:
     from threadwise.bot.doctor import Check, all_ok, render, run_check, slack_checks
-    from threadwise.bot.slack_app import SlackSettings
+    from threadwise.bot.slack_settings import SlackSettings
     from threadwise.cli.backend_checks import backend_checks
 
     slack, teams = SlackSettings.from_env(tw.settings.env), TeamsSettings.from_env(tw.settings.env)
