@@ -27,7 +27,7 @@ from threadwise.evaluation.answer_metrics import score_answers, token_f1, token_
 from threadwise.evaluation.dataset import load_conversations
 
 SETTINGS = [("completed", "en"), ("completed", "de"), ("conversational", "en"), ("conversational", "de")]
-SHARED = Path("/work/shared/confquestions")
+SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "confquestions"  # beside the checkout
 
 
 def retrieve_all(cache: Path, limit: int | None) -> dict[str, list[dict[str, Any]]]:

@@ -42,7 +42,7 @@ from tests.support.slack_events import SlackSender  # noqa: E402
 from threadwise.connectors.files import SAMPLE_WIKI_DIR  # noqa: E402
 
 SECRET = "0123456789abcdef0123456789abcdef"
-CONFQUESTIONS = Path("/work/shared/confquestions/documents")
+CONFQUESTIONS = ROOT.parent / "shared" / "confquestions" / "documents"
 QUESTIONS = (
     "Who is on call for a severity 1 incident?",
     "How do I set up my development machine?",
