@@ -24,10 +24,11 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -38,6 +39,7 @@ from tests.support.fake_slack import FakeSlack  # noqa: E402
 from tests.support.slack_events import SlackSender  # noqa: E402
 
 SECRET = "0123456789abcdef0123456789abcdef"
+T = TypeVar("T")
 QUESTIONS = (
     "When does the primary on-call engineer change?",
     "How fast must we respond to a SEV1 incident?",
@@ -127,16 +129,35 @@ def mention(sender: SlackSender, question: str, *, retry: bool) -> Sent:
     return Sent(ts, start, acked, reply.status)
 
 
-def run_round(sender: SlackSender, slack: FakeSlack, questions: list[str], *, retry: bool) -> list[Sent]:
-    """Send the mentions at once (one thread each) and wait until every one has its answer."""
+def at_once(send: Callable[[str], T], questions: Sequence[str]) -> list[T]:
+    """Send every question at the same moment (a barrier, one thread each); what each send returned."""
     start = threading.Barrier(len(questions))
 
-    def go(q: str) -> Sent:
+    def go(q: str) -> T:
         start.wait()
-        return mention(sender, q, retry=retry)
+        return send(q)
 
     with ThreadPoolExecutor(max_workers=len(questions)) as pool:
-        sent = list(pool.map(go, questions))
+        return list(pool.map(go, questions))
+
+
+def one_then_rounds(
+    run_round: Callable[[list[str]], list[T]], *, single: int, rounds: int, concurrency: int
+) -> tuple[list[T], list[T]]:
+    """`single` questions one at a time, then `rounds` rounds of `concurrency` at once (the benches' load)."""
+    sequential: list[T] = []
+    for i in range(single):
+        sequential += run_round([QUESTIONS[i % len(QUESTIONS)]])
+    concurrent: list[T] = []
+    for r in range(rounds):
+        concurrent += run_round([QUESTIONS[(r + i) % len(QUESTIONS)] for i in range(concurrency)])
+    time.sleep(0.5)  # let any (wrong) second answer arrive before counting
+    return sequential, concurrent
+
+
+def run_round(sender: SlackSender, slack: FakeSlack, questions: list[str], *, retry: bool) -> list[Sent]:
+    """Send the mentions at once (one thread each) and wait until every one has its answer."""
+    sent = at_once(lambda q: mention(sender, q, retry=retry), questions)
     slack.wait_for(lambda: all(answered(slack, s.ts) for s in sent), timeout=600)
     return sent
 
@@ -207,14 +228,12 @@ def bench(args: argparse.Namespace) -> dict[str, Any]:
             run_round(sender, slack, [QUESTIONS[0]], retry=False)  # warm-up: first request, auth.test
             report["memory_after_warm_up_kb"] = memory_kb(bot.pid)
 
-            sequential: list[Sent] = []
-            for i in range(args.single):
-                sequential += run_round(sender, slack, [QUESTIONS[i % len(QUESTIONS)]], retry=True)
-            concurrent: list[Sent] = []
-            for r in range(args.rounds):
-                batch = [QUESTIONS[(r + i) % len(QUESTIONS)] for i in range(args.concurrency)]
-                concurrent += run_round(sender, slack, batch, retry=True)
-            time.sleep(0.5)  # let any (wrong) second answer arrive before counting
+            sequential, concurrent = one_then_rounds(
+                lambda batch: run_round(sender, slack, batch, retry=True),
+                single=args.single,
+                rounds=args.rounds,
+                concurrency=args.concurrency,
+            )
             report["memory_end_kb"] = memory_kb(bot.pid)
             for name, sent in (("1 at a time", sequential), (f"{args.concurrency} concurrent", concurrent)):
                 measured = times(slack, sent)

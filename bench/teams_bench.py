@@ -25,9 +25,7 @@ import os
 import subprocess
 import sys
 import tempfile
-import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -35,7 +33,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from slack_bench import QUESTIONS, memory_kb, summary  # noqa: E402  (beside this script)
+from slack_bench import QUESTIONS, at_once, memory_kb, one_then_rounds, summary  # noqa: E402  (beside this script)
 
 from tests.support.fake_bot_connector import FakeBotConnector  # noqa: E402
 from tests.support.fake_slack import FakeSlack  # noqa: E402
@@ -67,14 +65,7 @@ def answers(connector: FakeBotConnector, conversation: str) -> list[Any]:
 
 def run_round(sender: TeamsSender, connector: FakeBotConnector, questions: list[str]) -> list[Sent]:
     """Send the mentions at once (one thread each) and wait until every one has its answer."""
-    start = threading.Barrier(len(questions))
-
-    def go(q: str) -> Sent:
-        start.wait()
-        return mention(sender, q)
-
-    with ThreadPoolExecutor(max_workers=len(questions)) as pool:
-        sent = list(pool.map(go, questions))
+    sent = at_once(lambda q: mention(sender, q), questions)
     connector.wait_for(lambda: all(answers(connector, s.conversation) for s in sent), timeout=600)
     return sent
 
@@ -148,14 +139,12 @@ def bench(args: argparse.Namespace) -> dict[str, Any]:
             sender = TeamsSender(url=f"http://127.0.0.1:{teams_port}/api/messages", service_url=connector.url)
             run_round(sender, connector, [QUESTIONS[0]])  # warm-up
             report["memory_after_warm_up_kb"] = memory_kb(bot.pid)
-            sequential: list[Sent] = []
-            for i in range(args.single):
-                sequential += run_round(sender, connector, [QUESTIONS[i % len(QUESTIONS)]])
-            concurrent: list[Sent] = []
-            for r in range(args.rounds):
-                batch = [QUESTIONS[(r + i) % len(QUESTIONS)] for i in range(args.concurrency)]
-                concurrent += run_round(sender, connector, batch)
-            time.sleep(0.5)  # let any (wrong) second answer arrive before counting
+            sequential, concurrent = one_then_rounds(
+                lambda batch: run_round(sender, connector, batch),
+                single=args.single,
+                rounds=args.rounds,
+                concurrency=args.concurrency,
+            )
             report["memory_end_kb"] = memory_kb(bot.pid)
             for name, sent in (("1 at a time", sequential), (f"{args.concurrency} concurrent", concurrent)):
                 measured = times(connector, sent)
