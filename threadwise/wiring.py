@@ -22,9 +22,11 @@ if TYPE_CHECKING:  # the types only: these modules load late, when a command fir
     from threadwise.core.protocols import Answerer, Embedder, QuestionCompleter, Reranker
     from threadwise.core.retrieve.retriever import Retriever
     from threadwise.db.conversations import ConversationStore
+    from threadwise.db.leases import Leases
     from threadwise.index.store import EvidenceIndex
     from threadwise.models.llm_settings import LLMSettings
     from threadwise.sync.admin import AdminService
+    from threadwise.sync.leader import LeaderElection, SyncLock
     from threadwise.sync.scheduler import SyncScheduler
     from threadwise.sync.sync import SpaceSyncer
 
@@ -200,6 +202,37 @@ class Threadwise:
         upgrade(engine)
         return make_sessions(engine)
 
+    # ----- several replicas: who leads the sync, one sync at a time -----
+    @cached_property
+    def replica_id(self) -> str:
+        from threadwise.sync.leader import replica_id
+
+        return replica_id(self.settings.get("THREADWISE_REPLICA_ID"))
+
+    @cached_property
+    def lease_ttl_s(self) -> float:
+        from threadwise.sync.leader import lease_ttl
+
+        return lease_ttl(self.settings.get("THREADWISE_LEASE_TTL_SECONDS"))
+
+    @cached_property
+    def leases(self) -> Leases:
+        from threadwise.db.leases import Leases
+
+        return Leases(sessions=self.sessions)
+
+    @cached_property
+    def leader(self) -> LeaderElection:
+        from threadwise.sync.leader import LeaderElection
+
+        return LeaderElection(leases=self.leases, holder=self.replica_id, ttl_s=self.lease_ttl_s)
+
+    @cached_property
+    def sync_lock(self) -> SyncLock:
+        from threadwise.sync.leader import SyncLock
+
+        return SyncLock(leases=self.leases, replica=self.replica_id, ttl_s=self.lease_ttl_s)
+
     @cached_property
     def store(self) -> ConversationStore:
         from threadwise.db.conversations import ConversationStore
@@ -267,6 +300,7 @@ class Threadwise:
             index=self.index,
             sessions=self.sessions,
             confluence_problem=problem,
+            sync_lock=self.sync_lock,
         )
 
     @cached_property
@@ -274,4 +308,4 @@ class Threadwise:
         from threadwise.sync.scheduler import SyncScheduler
 
         minutes = float(self.settings.get("THREADWISE_SYNC_INTERVAL_MINUTES", "30"))
-        return SyncScheduler(admin=self.admin, interval_minutes=minutes)
+        return SyncScheduler(admin=self.admin, interval_minutes=minutes, leader=self.leader)

@@ -218,7 +218,14 @@ class AdminCommands:
         if len(keys) > 1:
             reply("One space at a time, or none for all: `/threadwise sync [KEY] [--full]`.")
             return
-        reports = self.admin.sync(keys[0] if keys else None, full=full, trigger=self.trigger)
+        reports = self.admin.sync(
+            keys[0] if keys else None,
+            full=full,
+            trigger=self.trigger,
+            on_wait=lambda who: reply(
+                f"A sync is running on {escape(who)}; yours starts when it has finished."
+            ),
+        )
         if not reports:
             reply("No spaces are configured. Add one with `/threadwise add KEY`.")
             return

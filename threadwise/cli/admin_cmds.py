@@ -97,7 +97,13 @@ def _sync(admin: AdminService, args: argparse.Namespace) -> int:
     from threadwise.cli.progress import ProgressBar
 
     reports = admin.sync(
-        args.key, full=args.full, trigger="cli", progress=lambda space: ProgressBar(f"Syncing {space}")
+        args.key,
+        full=args.full,
+        trigger="cli",
+        progress=lambda space: ProgressBar(f"Syncing {space}"),
+        on_wait=lambda who: print(
+            f"A sync is running on {who}; this one starts when it has finished.", file=sys.stderr, flush=True
+        ),
     )
     if not reports:
         print("No spaces configured. Add one with: threadwise spaces add KEY")

@@ -19,6 +19,7 @@ from threadwise.core.types import PageFailure, RestrictedPage
 from threadwise.db.sync_tables import ChannelSpacesRow, SyncedSpaceRow, SyncRunRow, as_utc
 from threadwise.errors import ThreadwiseError
 from threadwise.index.store import EvidenceIndex
+from threadwise.sync.leader import SyncBusy, SyncLock
 from threadwise.sync.store import SyncStore
 from threadwise.sync.sync import Progress, SpaceSyncer, SyncBusyError, SyncReport
 
@@ -123,10 +124,13 @@ class AdminService:
         client: ConfluenceClient | None = None,
         syncer: SpaceSyncer | None = None,
         confluence_problem: str | None = None,
+        sync_lock: SyncLock | None = None,
     ) -> None:
         """`client` and `syncer` are None when Confluence is not configured: list, status and remove still work;
         the actions that need it fail, saying what is missing (`confluence_problem`: CONFLUENCE_URL is set but
-        e.g. the credentials are not)."""
+        e.g. the credentials are not). `sync_lock`: the database lease that keeps syncs of all replicas (and
+        the CLI) one at a time; None: only the per-space file lock."""
+        self.sync_lock = sync_lock
         self.sessions = sessions
         self.index = index
         self._client = client
@@ -231,13 +235,33 @@ class AdminService:
         full: bool = False,
         trigger: str = "manual",
         progress: Callable[[str], Progress] | None = None,
+        wait: bool = True,
+        on_wait: Callable[[str], None] | None = None,
     ) -> list[SyncReport]:
         """Sync one configured space, or every enabled one; one space's trouble never stops the others.
-        `progress(space)` makes the progress callback of one space's run."""
+        `progress(space)` makes the progress callback of one space's run. While a sync runs elsewhere (another
+        replica, the CLI) this one waits for it, telling `on_wait` who runs it; with `wait` False it is refused."""
         spaces = [self._configured(key)] if key else [c for c in self.list_spaces() if c.enabled]
         _ = self.client  # raises the "not configured" AdminError
         if self.syncer is None:
             raise AdminError("no sync service was configured")
+        if self.sync_lock is None:
+            return self._sync(spaces, full=full, trigger=trigger, progress=progress)
+        try:
+            with self.sync_lock.held(wait=wait, on_wait=on_wait):
+                return self._sync(spaces, full=full, trigger=trigger, progress=progress)
+        except SyncBusy as err:
+            raise AdminError(str(err)) from None
+
+    def _sync(
+        self,
+        spaces: list[SpaceConfig],
+        *,
+        full: bool,
+        trigger: str,
+        progress: Callable[[str], Progress] | None,
+    ) -> list[SyncReport]:
+        assert self.syncer is not None
         return [
             self.syncer.sync(
                 c.scope, full=full, trigger=trigger, progress=progress(c.key) if progress else None

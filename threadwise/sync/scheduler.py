@@ -3,6 +3,10 @@
 APScheduler's BackgroundScheduler runs the job in a worker thread, one instance at a time (`max_instances=1`)
 and one catch-up run after a pause however many were missed (`coalesce=True`). "Sync now" is a one-off job
 beside it; the per-space lock keeps the two from syncing one space at once.
+
+With several replicas every one runs this schedule, but only the sync leader (`leader`, elected through the
+database: sync/leader.py) syncs on it; the others skip their turns. A replica that becomes the leader syncs
+at once, so a sync its dead predecessor left unfinished is redone without waiting for the interval.
 """
 
 from __future__ import annotations
@@ -10,6 +14,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
+from typing import Protocol
 
 from apscheduler.schedulers.background import BackgroundScheduler
 from apscheduler.triggers.interval import IntervalTrigger
@@ -22,6 +27,16 @@ log = logging.getLogger(__name__)
 JOB_ID = "confluence-sync"
 
 
+class Leadership(Protocol):
+    """Whether this replica runs the scheduled sync (sync/leader.py's LeaderElection)."""
+
+    on_elected: Callable[[], None] | None
+
+    def is_leader(self) -> bool: ...
+    def start(self) -> None: ...
+    def stop(self) -> None: ...
+
+
 class SyncScheduler:
     def __init__(
         self,
@@ -29,9 +44,12 @@ class SyncScheduler:
         admin: AdminService,
         interval_minutes: float = 30.0,
         on_reports: Callable[[list[SyncReport]], None] | None = None,
+        leader: Leadership | None = None,
     ) -> None:
-        """`on_reports` is called after each run with its reports (e.g. to refresh the Slack Home tab)."""
+        """`on_reports` is called after each run with its reports (e.g. to refresh the Slack Home tab).
+        `leader`: scheduled runs happen only while it says this replica leads; None: always (one process)."""
         self.admin = admin
+        self.leader = leader
         self.interval = timedelta(minutes=interval_minutes)
         self.on_reports = on_reports
         self.last_reports: list[SyncReport] = []
@@ -40,6 +58,12 @@ class SyncScheduler:
     def start(self, *, run_now: bool = True) -> None:
         """Start the schedule; with `run_now` the first run starts at once, else after one interval."""
         first_run = {"next_run_time": datetime.now(UTC)} if run_now else {}  # None would add it paused
+        if (
+            self.leader is not None
+        ):  # elected (or not) before the first run asks; later elections sync at once
+            self.leader.on_elected = None
+            self.leader.start()
+            self.leader.on_elected = self._elected
         self._scheduler.add_job(
             self._run,
             IntervalTrigger(seconds=self.interval.total_seconds(), timezone=UTC),
@@ -53,11 +77,14 @@ class SyncScheduler:
         )
         self._scheduler.start()
 
-    def sync_now(self, key: str | None = None, *, full: bool = False) -> None:
+    def _elected(self) -> None:
+        self.sync_now(trigger="schedule")
+
+    def sync_now(self, key: str | None = None, *, full: bool = False, trigger: str = "manual") -> None:
         """Start a sync in the background at once (of one space, or all); returns without waiting."""
         self._scheduler.add_job(
             self._run,
-            kwargs={"key": key, "full": full, "trigger": "manual"},
+            kwargs={"key": key, "full": full, "trigger": trigger},
             id=f"sync-now-{key or '*'}",
             max_instances=1,
             misfire_grace_time=None,
@@ -65,6 +92,8 @@ class SyncScheduler:
         )
 
     def shutdown(self, *, wait: bool = True) -> None:
+        if self.leader is not None:
+            self.leader.stop()
         if self._scheduler.running:
             self._scheduler.shutdown(wait=wait)
 
@@ -77,8 +106,12 @@ class SyncScheduler:
         return job.next_run_time if job else None
 
     def _run(self, key: str | None = None, full: bool = False, trigger: str = "schedule") -> None:
+        if trigger == "schedule" and self.leader is not None and not self.leader.is_leader():
+            log.debug("scheduled sync skipped: another replica is the sync leader")
+            return
         try:
-            reports = self.admin.sync(key, full=full, trigger=trigger)
+            # a scheduled run does not queue behind a sync already running (it brings the index up to date)
+            reports = self.admin.sync(key, full=full, trigger=trigger, wait=trigger != "schedule")
         except AdminError as e:  # e.g. Confluence not configured, or the space was removed meanwhile
             log.warning("scheduled sync skipped: %s", e)
             return
