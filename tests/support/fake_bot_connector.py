@@ -6,10 +6,14 @@ It answers what the Teams SDK calls when a bot replies, with the connector's JSO
     POST /v3/conversations/{conversation}/activities               send (typing, messages) -> {"id": …}
     POST /v3/conversations/{conversation}/activities/{activity}    reply to an activity    -> {"id": …}
     PUT  /v3/conversations/{conversation}/activities/{activity}    update an activity      -> {"id": …}
+    GET  /v3/conversations/{conversation}/members/{member}         one member (e-mail, UPN) -> TeamsChannelAccount
+    POST /v3/conversations                                          a personal chat with a user -> {"id": …}
     GET  /v1/.well-known/openidconfiguration, /v1/.well-known/keys  the signing keys the bot checks tokens with
 
 Like the real connector it keeps the activities it was sent (an update of an unknown activity gets 404);
-`fail(status, when=…)` refuses the next matching call once.
+`fail(status, when=…)` refuses the next matching call once; `refuse(method, status)` the next member lookup
+("member") or conversation creation ("create"). Members are looked up in `members` by their Teams id or
+Entra object id; creating a personal chat with a user gives the same conversation id every time, as Teams does.
 Every call is recorded with its body, path, Authorization header and arrival time. `sign(...)` makes a
 Bot Framework-shaped token (RS256, issuer https://api.botframework.com, audience the bot's app id,
 `serviceurl` claim) with the connector's key, which its JWKS publishes; `cloud()` is the SDK's cloud
@@ -43,7 +47,7 @@ def new_key() -> rsa.RSAPrivateKey:
 class ConnectorCall:
     """One request as the connector saw it."""
 
-    method: str  # "send", "reply", "update", "keys", "openid"
+    method: str  # "send", "reply", "update", "member", "create", "keys", "openid"
     conversation: str
     activity_id: str  # the activity replied to or updated ("" for send)
     body: dict[str, Any]
@@ -60,6 +64,8 @@ class FakeBotConnector:
     key_id: str = "test-key-1"
     delay: float = 0.0  # seconds added to every send/reply/update, like a real network
     calls: list[ConnectorCall] = field(default_factory=list)
+    # the tenant's users as the member lookup answers them (id, name, aadObjectId, email, userPrincipalName)
+    members: list[dict[str, Any]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self._lock = threading.Condition()
@@ -68,11 +74,25 @@ class FakeBotConnector:
         self.key = new_key()
         self._server: ThreadingHTTPServer | None = None
         self._faults: list[tuple[Callable[[dict[str, Any]], bool], int]] = []
+        self._refusals: dict[str, list[int]] = {}  # "member" / "create" -> statuses to answer, in order
 
     def fail(self, status: int, *, when: Callable[[dict[str, Any]], bool] = lambda body: True) -> None:
         """Answer the next send/reply/update whose body matches `when` with HTTP `status` (once)."""
         with self._lock:
             self._faults.append((when, status))
+
+    def refuse(self, method: str, status: int, *, times: int = 1) -> None:
+        """Answer the next `times` member lookups ("member") or personal chat creations ("create") with `status`."""
+        with self._lock:
+            self._refusals.setdefault(method, []).extend([status] * times)
+
+    def _refused(self, method: str) -> int | None:
+        with self._lock:
+            waiting = self._refusals.get(method)
+            return waiting.pop(0) if waiting else None
+
+    def member(self, member_id: str) -> dict[str, Any] | None:
+        return next((m for m in self.members if member_id in (m.get("id"), m.get("aadObjectId"))), None)
 
     # -- lifecycle --------------------------------------------------------------------------------------
 
@@ -91,11 +111,38 @@ class FakeBotConnector:
                 elif path == "/v1/.well-known/keys":
                     connector._record("keys", "", "", {}, self)
                     self._json(200, {"keys": [connector.jwk()]})
+                elif path.startswith("/v3/conversations/") and "/members/" in path:
+                    self._member(path)
                 else:
                     self._json(404, {"error": {"code": "NotFound"}})
 
             def do_POST(self) -> None:
-                self._activity("POST")
+                if urlsplit(self.path).path.rstrip("/") == "/v3/conversations":
+                    self._create()
+                else:
+                    self._activity("POST")
+
+            def _member(self, path: str) -> None:
+                parts = [unquote(p) for p in path.split("/") if p]
+                conversation, member_id = parts[2], parts[-1]
+                found = connector.member(member_id)
+                status = connector._refused("member") or (200 if found else 404)
+                connector._record("member", conversation, member_id, {}, self, status)
+                if status != 200:
+                    self._json(status, {"error": {"code": "MemberNotFoundInConversation"}})
+                else:
+                    self._json(200, {**(found or {}), "id": (found or {}).get("id", member_id)})
+
+            def _create(self) -> None:
+                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
+                members = body.get("members") or [{}]
+                status = connector._refused("create") or 200
+                conversation = f"a:personal-{members[0].get('id', '')}"
+                connector._record("create", conversation, "", body, self, status)
+                if status != 200:
+                    self._json(status, {"error": {"code": "Forbidden", "message": "refused by the test"}})
+                else:
+                    self._json(200, {"id": conversation, "serviceUrl": connector.url})
 
             def do_PUT(self) -> None:
                 self._activity("PUT")

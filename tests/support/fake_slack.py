@@ -76,6 +76,7 @@ class FakeSlack:
         self._views = itertools.count(1)
         self._faults: dict[str, list[str]] = {}
         self._messages: dict[str, dict[str, dict[str, Any]]] = {}  # channel -> ts -> message
+        self._ephemerals: list[dict[str, Any]] = []  # chat.postEphemeral's messages, oldest first
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
 
@@ -130,6 +131,17 @@ class FakeSlack:
                 if m["ts"] == thread_ts or m.get("thread_ts") == thread_ts
             ]
             return json.loads(json.dumps(sorted(found, key=lambda m: float(m["ts"]))))
+
+    def ephemerals(self, user: str | None = None, channel: str | None = None) -> list[dict[str, Any]]:
+        """The ephemeral messages sent (to `user`, in `channel`), oldest first: channel, user, thread_ts,
+        text, blocks, ts."""
+        with self._lock:
+            return [
+                dict(m)
+                for m in self._ephemerals
+                if (user is None or m.get("user") == user)
+                and (channel is None or m.get("channel") == channel)
+            ]
 
     def bot_messages(self, channel: str, thread_ts: str) -> list[dict[str, Any]]:
         return [m for m in self.thread(channel, thread_ts) if m.get("bot_id") == self.bot_id]
@@ -256,9 +268,14 @@ class FakeSlack:
         return {"ok": True, "channel": channel, "ts": ts, "text": message["text"], "message": message}
 
     def _chat_postEphemeral(self, params: dict[str, Any]) -> dict[str, Any]:
+        """Shown to `user` only; kept apart from the channel's messages (`ephemerals(user)` lists them)."""
         if not params.get("channel") or not params.get("user"):
             return {"ok": False, "error": "invalid_arguments"}
-        return {"ok": True, "message_ts": f"1800000000.{next(self._ts):06d}"}
+        if not params.get("text") and not params.get("blocks"):
+            return {"ok": False, "error": "no_text"}
+        ts = f"1800000000.{next(self._ts):06d}"
+        self._ephemerals.append({**params, "ts": ts})
+        return {"ok": True, "message_ts": ts}
 
     def _views_publish(self, params: dict[str, Any]) -> dict[str, Any]:
         if not params.get("user_id"):
@@ -271,11 +288,22 @@ class FakeSlack:
         return {"ok": True, "view": {"id": f"V{next(self._views)}", **params.get("view", {})}}
 
     def _users_info(self, params: dict[str, Any]) -> dict[str, Any]:
+        """Like Slack: `missing_scope` without users:read, and no `profile.email` without users:read.email.
+        A user's `email` field becomes `profile.email`."""
+        if "users:read" not in self.scopes:
+            return {"ok": False, "error": "missing_scope", "needed": "users:read"}
         user = params.get("user", "")
         if user not in self.users:
             return {"ok": False, "error": "user_not_found"}
         fields = {"is_admin": False, "is_owner": False, "is_primary_owner": False, **self.users[user]}
-        return {"ok": True, "user": {"id": user, "team_id": self.team_id, "name": user.lower(), **fields}}
+        email = fields.pop("email", None)
+        profile = {"real_name": user, "display_name": user.lower(), **fields.pop("profile", {})}
+        if email and "users:read.email" in self.scopes:
+            profile["email"] = email
+        return {
+            "ok": True,
+            "user": {"id": user, "team_id": self.team_id, "name": user.lower(), "profile": profile, **fields},
+        }
 
     def _conversations_replies(self, params: dict[str, Any]) -> dict[str, Any]:
         channel, ts = params.get("channel", ""), params.get("ts", "")

@@ -71,9 +71,16 @@ def slack_checks(settings: SlackSettings, *, http: bool, client: WebClient | Non
         granted = {s.strip() for s in str(headers.get("x-oauth-scopes", "")).split(",") if s.strip()}
         missing = sorted(BOT_SCOPES - granted) if granted else []
         if missing:
+            without_email = (
+                " (without users:read.email Slack gives no e-mail addresses, so nobody can be matched to a "
+                "Confluence account: under THREADWISE_PERMISSIONS=per-user everyone is answered as a person "
+                "without one)"
+                if "users:read.email" in missing
+                else ""
+            )
             raise ValueError(
-                f"the bot token lacks the scopes {', '.join(missing)}: update the app from manifest.yml "
-                "(App Manifest), then reinstall it to the workspace and copy the new token"
+                f"the bot token lacks the scopes {', '.join(missing)}{without_email}: update the app from "
+                "manifest.yml (App Manifest), then reinstall it to the workspace and copy the new token"
             )
         return f"signed in as @{reply.get('user')} (user {reply.get('user_id')}) in {reply.get('team')} via {settings.api_url}"
 

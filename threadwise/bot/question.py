@@ -20,6 +20,7 @@ class Question:
     text: str
     ts: str = ""  # the question message's own ts ("" for a question asked by a button)
     user_team: str = ""  # the asker's own workspace when Slack says (Slack Connect: another organisation's)
+    private: bool = False  # a direct message with the bot: nobody else sees the answer
 
     @property
     def key(self) -> ThreadKey:

@@ -21,6 +21,7 @@ from slack_bolt import App
 from threadwise.bot import blocks
 from threadwise.bot.admin_commands import HELP, AdminCommands, is_instant
 from threadwise.bot.question import PLATFORM, Question
+from threadwise.bot.slack_identity import is_direct_message
 from threadwise.bot.slack_messenger import SlackMessenger
 from threadwise.conversations import ConversationService, TurnView
 from threadwise.db.conversations import ThreadKey
@@ -237,7 +238,14 @@ def _retry(bot: ActionContext, ack: Any, body: dict[str, Any], action: dict[str,
     turn = _turn_here(bot, where, _turn_id(action.get("value")))
     if turn is None:
         return
-    question = Question(where.team, where.channel, str(where.thread_ts), where.user, turn.question)
+    question = Question(
+        where.team,
+        where.channel,
+        str(where.thread_ts),
+        where.user,
+        turn.question,
+        private=is_direct_message(where.channel),
+    )
     bot.start_answer(question, claim=f"retry:{turn.turn_id}", placeholder_ts=where.message_ts)
 
 
@@ -258,7 +266,15 @@ def _follow_up(bot: ActionContext, ack: Any, body: dict[str, Any], action: dict[
         )
         return
     bot.messenger.post(where.channel, where.thread_ts, blocks.asked_for_message(where.user, text))
-    bot.start_answer(Question(where.team, where.channel, str(where.thread_ts), where.user, text), claim=None)
+    question = Question(
+        where.team,
+        where.channel,
+        str(where.thread_ts),
+        where.user,
+        text,
+        private=is_direct_message(where.channel),
+    )
+    bot.start_answer(question, claim=None)
 
 
 # -- /threadwise ---------------------------------------------------------------------------------------------

@@ -14,15 +14,13 @@ across processes. Buttons and the slash command are in `slack_actions`.
 from __future__ import annotations
 
 import logging
-import re
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future
 from typing import Any
 
-from slack_bolt import App, BoltResponse
+from slack_bolt import App
 from slack_sdk import WebClient
-from slack_sdk.errors import SlackApiError
 
 from threadwise.bot import blocks
 from threadwise.bot.admin_commands import AdminCheck, AdminCommands
@@ -31,12 +29,14 @@ from threadwise.bot.mrkdwn import mentions_other_user, plain_question
 from threadwise.bot.pool import Activity, FairPool, TrackedPool
 from threadwise.bot.question import PLATFORM, Question
 from threadwise.bot.slack_actions import ActionContext, register_actions
-from threadwise.bot.slack_messenger import SlackMessenger, why
+from threadwise.bot.slack_identity import is_direct_message, slack_directory
+from threadwise.bot.slack_installation import Installation
+from threadwise.bot.slack_messenger import SlackMessenger
 from threadwise.bot.slack_settings import SlackSettings, make_client
+from threadwise.bot.slack_thread import thread_context
 from threadwise.conversations import ConversationService
 from threadwise.sync.admin import AdminService
 
-_MENTION = re.compile(r"<@[A-Z0-9]+(?:\|[^>]*)?>")
 log = logging.getLogger(__name__)
 
 EMPTY_QUESTION = (
@@ -89,7 +89,13 @@ class SlackBot:
         self.ready = ready if ready is not None else threading.Event()
         if ready is None:
             self.ready.set()
-        self.installed_team, self.installed_app = settings.team_id, settings.app_id
+        self.installation = Installation(
+            client=self.client,
+            team=settings.team_id,
+            app=settings.app_id,
+            allow_external_users=settings.allow_external_users,
+        )
+        self.emails = slack_directory(self.client, ttl=settings.identity_ttl)  # who asks: users.info's e-mail
         self._admit = threading.Lock()
         self._reserved: dict[str, int] = {}  # questions past the per-user check, not yet in the pool
         bolt_log = logging.getLogger("threadwise.bolt")
@@ -104,7 +110,7 @@ class SlackBot:
             logger=bolt_log,
             name="threadwise",
         )
-        self.app.use(self._only_this_installation)
+        self.app.use(self.installation.only_this)
         self.app.event("app_mention")(self.on_mention)
         self.app.event("message")(self.on_message)
         self.app.event("app_home_opened")(self.on_home_opened)
@@ -128,38 +134,8 @@ class SlackBot:
         return self.workers.submit_logged(job, what, owner=owner)
 
     def learn_installation(self) -> None:
-        """The workspace and app this bot is installed as (auth.test, bots.info), unless configured; events of
-        any other are dropped. Best effort: without an answer only the configured ids are checked."""
-        try:
-            auth = self.client.auth_test()
-            self.installed_team = self.installed_team or str(auth.get("team_id") or "")
-            if not self.installed_app and auth.get("bot_id"):
-                bot = self.client.bots_info(bot=str(auth["bot_id"])).get("bot") or {}
-                self.installed_app = str(bot.get("app_id") or "")
-        except SlackApiError as err:
-            log.warning("could not learn the installed workspace and app: %s", why(err))
-
-    def _only_this_installation(self, body: dict[str, Any], next: Callable[[], None]) -> BoltResponse | None:
-        """Bolt middleware: requests of another workspace or app are acknowledged and dropped."""
-        team = body.get("team_id") or (body["team"].get("id") if isinstance(body.get("team"), dict) else None)
-        app = body.get("api_app_id")
-        if (self.installed_team and team and team != self.installed_team) or (
-            self.installed_app and app and app != self.installed_app
-        ):
-            log.info("dropped a request of another workspace or app (%.20s, %.20s)", team, app)
-            return BoltResponse(status=200, body="")
-        next()
-        return None
-
-    def external(self, user_team: Any) -> bool:
-        """True for a user of another organisation (Slack Connect) when they are not let in."""
-        return bool(
-            not self.settings.allow_external_users
-            and self.installed_team
-            and isinstance(user_team, str)
-            and user_team
-            and user_team != self.installed_team
-        )
+        """Learn the workspace and app installed as (`serve` does at start); others' requests are dropped."""
+        self.installation.learn()
 
     @property
     def waiting(self) -> int:
@@ -219,6 +195,7 @@ class SlackBot:
             text=text,
             ts=ts,
             user_team=str(event.get("user_team") or ""),
+            private=is_direct_message(channel, event.get("channel_type")),
         )
 
     def on_home_opened(self, event: dict[str, Any]) -> None:
@@ -299,7 +276,7 @@ class SlackBot:
         """Why `question` is not answered (politely), or None."""
         if not question.text:
             return EMPTY_QUESTION
-        if self.external(question.user_team):
+        if self.installation.external(question.user_team):
             return EXTERNAL
         if len(question.text) > self.settings.max_question_chars:
             return TOO_LONG.format(length=len(question.text), limit=self.settings.max_question_chars)
@@ -314,7 +291,7 @@ class SlackBot:
                 question.text,
                 user=question.user,
                 spaces=spaces,
-                thread_messages=self._thread_context(question),
+                thread_messages=thread_context(self.client, self.conversations, question),
             )
         except Exception:
             log.exception("answering %r failed", question.text)
@@ -331,29 +308,6 @@ class SlackBot:
         )
         if ts is not None:
             self.conversations.set_message_ref(turn.turn_id, ts)
-
-    def _thread_context(self, question: Question, *, keep: int = 3) -> list[str]:
-        """What people wrote in the thread besides the questions the bot answered, oldest first (the last
-        `keep`): "@Threadwise any idea?" under someone's problem is completed with that problem. Best effort:
-        a thread that cannot be read just gives no context."""
-        if not question.ts or question.ts == question.thread_ts:
-            return []  # the question starts the thread: nothing else was said
-        try:
-            reply = self.client.conversations_replies(
-                channel=question.channel, ts=question.thread_ts, limit=100
-            )
-        except SlackApiError as err:
-            log.info("no thread context for %s: %s", question.thread_ts, why(err))
-            return []
-        asked = {t.question for t in self.conversations.history(question.key)} | {question.text}
-        said = []
-        for m in reply.get("messages") or []:
-            if m.get("bot_id") or m.get("subtype") or not m.get("user") or m.get("ts") == question.ts:
-                continue
-            text = plain_question(_MENTION.sub("", str(m.get("text") or ""))).strip()
-            if text and text not in asked:
-                said.append(text[:300])
-        return said[-keep:]
 
 
 def _quiet_token_note(record: logging.LogRecord) -> bool:

@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from threadwise.bot.identity import DEFAULT_TTL_MINUTES, identity_ttl_seconds
 from threadwise.settings import env_flag, env_list
 
 if TYPE_CHECKING:
@@ -25,6 +26,7 @@ BOT_SCOPES = frozenset(
         "chat:write",
         "commands",
         "users:read",
+        "users:read.email",
     }
 )
 BOT_EVENTS = frozenset({"app_mention", "app_home_opened", "message.channels", "message.groups", "message.im"})
@@ -47,13 +49,14 @@ class SlackSettings:
     team_id: str = ""  # the installed workspace; empty: learned from auth.test at start
     app_id: str = ""  # this app; empty: learned from bots.info at start
     allow_external_users: bool = False  # answer Slack Connect users of other organisations
+    identity_ttl: float = DEFAULT_TTL_MINUTES * 60  # seconds a user's e-mail (users.info) is kept
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> SlackSettings:
         """SLACK_BOT_TOKEN, SLACK_APP_TOKEN, SLACK_SIGNING_SECRET, SLACK_API_URL, THREADWISE_SLACK_ADMINS
         (comma-separated user ids), THREADWISE_SLACK_WORKSPACE_ADMINS, THREADWISE_SLACK_FOLLOW_UPS,
         THREADWISE_SLACK_WORKERS, THREADWISE_MAX_QUESTION_CHARS, THREADWISE_MAX_QUESTIONS_PER_USER,
-        SLACK_TEAM_ID, SLACK_APP_ID, THREADWISE_SLACK_ALLOW_EXTERNAL_USERS."""
+        SLACK_TEAM_ID, SLACK_APP_ID, THREADWISE_SLACK_ALLOW_EXTERNAL_USERS, THREADWISE_IDENTITY_CACHE_MINUTES."""
         url = env.get("SLACK_API_URL", "").strip() or DEFAULT_API_URL
         return cls(
             bot_token=env.get("SLACK_BOT_TOKEN", "").strip(),
@@ -69,6 +72,7 @@ class SlackSettings:
             team_id=env.get("SLACK_TEAM_ID", "").strip(),
             app_id=env.get("SLACK_APP_ID", "").strip(),
             allow_external_users=env_flag(env, "THREADWISE_SLACK_ALLOW_EXTERNAL_USERS", False),
+            identity_ttl=identity_ttl_seconds(env),
         )
 
 

@@ -43,6 +43,7 @@ class Place:
     bot: Account
     kind: str  # "personal", "groupChat" or "channel"
     user: str  # the writer's Entra object id (aadObjectId), else their Teams id
+    user_id: str = ""  # the writer's Teams id (29:…), what a new personal chat names
 
     @property
     def ref(self) -> ConversationReference:
@@ -74,6 +75,7 @@ def place_of(activity: Any) -> Place:
         bot=activity.recipient,
         kind=kind,
         user=str(sender.aad_object_id or sender.id or ""),
+        user_id=str(sender.id or ""),
     )
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from threadwise.bot.identity import DEFAULT_TTL_MINUTES, identity_ttl_seconds
 from threadwise.settings import env_flag, env_list
 
 
@@ -20,11 +21,13 @@ class TeamsSettings:
     allow_unauthenticated: bool = False  # local trials only (Agents Playground), never with a client id
     follow_ups_without_mention: bool = True
     answer_workers: int = 8
+    identity_ttl: float = DEFAULT_TTL_MINUTES * 60  # seconds a member's e-mail/UPN is kept
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> TeamsSettings:
         """TEAMS_CLIENT_ID, TEAMS_CLIENT_SECRET, TEAMS_TENANT_ID, THREADWISE_TEAMS_ADMINS (comma-separated),
-        THREADWISE_TEAMS_ALLOW_UNAUTHENTICATED, THREADWISE_TEAMS_FOLLOW_UPS, THREADWISE_TEAMS_WORKERS."""
+        THREADWISE_TEAMS_ALLOW_UNAUTHENTICATED, THREADWISE_TEAMS_FOLLOW_UPS, THREADWISE_TEAMS_WORKERS,
+        THREADWISE_IDENTITY_CACHE_MINUTES."""
 
         return cls(
             client_id=env.get("TEAMS_CLIENT_ID", "").strip(),
@@ -34,6 +37,7 @@ class TeamsSettings:
             allow_unauthenticated=env_flag(env, "THREADWISE_TEAMS_ALLOW_UNAUTHENTICATED", False),
             follow_ups_without_mention=env_flag(env, "THREADWISE_TEAMS_FOLLOW_UPS", True),
             answer_workers=max(1, int(env.get("THREADWISE_TEAMS_WORKERS", "8") or 8)),
+            identity_ttl=identity_ttl_seconds(env),
         )
 
     @property
