@@ -210,7 +210,7 @@ def test_a_killed_sync_is_completed_by_the_next_run(
         text=True,
         timeout=120,
     )
-    assert killed.returncode == 9, killed.stderr
+    assert killed.returncode == -9, killed.stderr
     states = env.index.page_states()
     assert "1000" not in states  # deletions come first
     assert sorted(states[p].version for p in ("111", "112", "113")) == [1, 1, 2]  # one page done, two old
@@ -220,6 +220,8 @@ def test_a_killed_sync_is_completed_by_the_next_run(
         ]
         assert len(hits) <= state.evidence_count
     assert SyncStore(sessions=env.sessions).last_run("DOCS").status == "running"  # type: ignore[union-attr]
+    shown = env.admin.status()[0].last_run  # its process is gone: status and the Home tab say interrupted
+    assert shown is not None and shown.status == "interrupted" and "killed" in shown.error
 
     report = env.syncer.sync(DOCS)  # the lock died with the process; the cursor did not move
     assert report.status == "ok" and report.counts.updated == 2

@@ -1,12 +1,13 @@
 """The real sync stack for tests and the sync benchmark: SQLite file, evidence index folder, Confluence client.
 
 `python -m tests.support.sync_env DATA_DIR URL SPACE KILL_AFTER` runs one incremental sync in a fresh process
-that dies (os._exit, no clean-up at all) while embedding page number KILL_AFTER + 1: a killed sync.
+that kills itself with SIGKILL (kill -9: no clean-up at all) while embedding page number KILL_AFTER + 1.
 """
 
 from __future__ import annotations
 
 import os
+import signal
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -81,7 +82,7 @@ class CountingEmbedder:
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         if self.die_after is not None and self.calls >= self.die_after:
-            os._exit(9)  # killed: no finally blocks, no lock release but the kernel's, no run record update
+            os.kill(os.getpid(), signal.SIGKILL)  # no finally blocks, no lock release but the kernel's
         self.calls += 1
         self.texts += len(texts)
         return self.inner.embed(texts)

@@ -17,7 +17,7 @@ from typing import Any, Protocol
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 
-from threadwise.bot.home import space_line
+from threadwise.bot.home import folder_line, space_line
 from threadwise.bot.mrkdwn import escape
 from threadwise.sync.admin import AdminError, AdminService
 
@@ -151,11 +151,12 @@ class AdminCommands:
 
     def _status(self, channel: str) -> str:
         spaces = self.admin.status()
-        if not spaces:
+        folders = self.admin.folder_status()
+        if not spaces and not folders:
             return "I know nothing yet: no space is synced. An admin can add one with `/threadwise add KEY`."
         pages = sum(s.pages for s in spaces)
         lines = [f"*What I know*: {pages} pages in {len(spaces)} spaces"]
-        lines += [space_line(s) for s in spaces]
+        lines += [space_line(s) for s in spaces] + [folder_line(f) for f in folders[:5]]
         return "\n".join(lines) + "\n" + self._channel_line(channel)
 
     def _spaces(self, channel: str) -> str:

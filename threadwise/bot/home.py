@@ -8,9 +8,10 @@ from typing import Any
 
 from threadwise.bot.blocks import Block, context, section
 from threadwise.bot.mrkdwn import escape, slack_date, truncate
-from threadwise.sync.admin import SpaceStatus
+from threadwise.sync.admin import FolderStatus, RunSummary, SpaceStatus
 
 MAX_SPACES = 30
+MAX_PROBLEMS = 10  # failed pages or skipped files listed per run on the Home tab
 HOW_TO = (
     "*How to ask*\n"
     "• Mention me in a channel: `@Threadwise how do I request a new laptop?` I answer in the thread.\n"
@@ -50,8 +51,8 @@ def space_line(space: SpaceStatus) -> str:
     return line
 
 
-def knowledge_blocks(spaces: Sequence[SpaceStatus]) -> list[Block]:
-    if not spaces:
+def knowledge_blocks(spaces: Sequence[SpaceStatus], folders: Sequence[FolderStatus] = ()) -> list[Block]:
+    if not spaces and not folders:
         return [
             section(
                 "*What I know*\nNothing yet: no Confluence space is synced. An admin can add one with `/threadwise add KEY`."
@@ -63,7 +64,47 @@ def knowledge_blocks(spaces: Sequence[SpaceStatus]) -> list[Block]:
     lines = [space_line(s) for s in spaces[:MAX_SPACES]]
     if len(spaces) > MAX_SPACES:
         lines.append(f"… and {len(spaces) - MAX_SPACES} more spaces (`/threadwise spaces`)")
+    lines += [folder_line(f) for f in folders[:5]]
     return [section(head), *[section(truncate(line, 2900)) for line in lines]]
+
+
+def folder_line(folder: FolderStatus) -> str:
+    """ "Folder *docs* — last index --docs *partial* 3 May: 12 files, 2 skipped"; the folder's name only (the
+    path is the server's business)."""
+    run = folder.last_run
+    line = f"Folder *{escape(_folder_name(folder))}* — last `index --docs` *{run.status}* {_when(run.finished_at or run.started_at)}"
+    return line + f": {run.pages} files, {run.failed} skipped"
+
+
+def _folder_name(folder: FolderStatus) -> str:
+    return folder.folder.rstrip("/").rpartition("/")[2] or folder.folder
+
+
+def _run_problems(title: str, run: RunSummary | None) -> str | None:
+    """A run's result when it did not end well, with each failed page or skipped file and its reason."""
+    if run is None or run.status in ("ok", "running"):
+        return None
+    lines = [f"*{escape(title)}*: *{run.status}* {_when(run.finished_at or run.started_at)}"]
+    if run.error:
+        lines.append(escape(truncate(run.error, 300)))
+    for f in run.failures[:MAX_PROBLEMS]:
+        lines.append(
+            f"• {escape(truncate(str(f.get('title') or f.get('page_id')), 150))}: "
+            f"{escape(truncate(str(f.get('reason', '')), 300))}"
+        )
+    if len(run.failures) > MAX_PROBLEMS:
+        lines.append(f"… and {len(run.failures) - MAX_PROBLEMS} more (`threadwise status --json`)")
+    return "\n".join(lines)
+
+
+def problem_blocks(spaces: Sequence[SpaceStatus], folders: Sequence[FolderStatus]) -> list[Block]:
+    """For admins: the last runs that did not end well (failed, partial, interrupted) and why."""
+    texts = [_run_problems(f"Sync of {s.key}", s.last_run) for s in spaces]
+    texts += [_run_problems(f"index --docs of {_folder_name(f)}", f.last_run) for f in folders]
+    found = [t for t in texts if t]
+    if not found:
+        return [section("*Last runs*: no failed pages, skipped files or interrupted runs.")]
+    return [section("*Last runs with problems*"), *[section(truncate(t, 2900)) for t in found[:20]]]
 
 
 def feedback_blocks(summary: dict[str, Any]) -> list[Block]:
@@ -80,19 +121,26 @@ def feedback_blocks(summary: dict[str, Any]) -> list[Block]:
 
 
 def home_view(
-    *, spaces: Sequence[SpaceStatus], is_admin: bool, feedback: dict[str, Any] | None
+    *,
+    spaces: Sequence[SpaceStatus],
+    is_admin: bool,
+    feedback: dict[str, Any] | None,
+    folders: Sequence[FolderStatus] = (),
 ) -> dict[str, Any]:
-    """The Home tab for one user; admins also see the feedback summary and the commands."""
+    """The Home tab for one user; admins also see the last runs' problems, the feedback summary and the
+    commands."""
     blocks: list[Block] = [
         {"type": "header", "text": {"type": "plain_text", "text": "Threadwise", "emoji": True}},
         section("I answer questions from your team's Confluence pages, with links to the pages I used."),
         {"type": "divider"},
         section(HOW_TO),
         {"type": "divider"},
-        *knowledge_blocks(spaces),
+        *knowledge_blocks(spaces, folders),
     ]
     if is_admin:
         blocks += [
+            {"type": "divider"},
+            *problem_blocks(spaces, folders),
             {"type": "divider"},
             *feedback_blocks(feedback or {}),
             {"type": "divider"},

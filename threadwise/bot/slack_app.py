@@ -208,6 +208,7 @@ class SlackBot:
         admin = self.is_admin(user)
         view = home_view(
             spaces=self.admin.status(),
+            folders=self.admin.folder_status(),
             is_admin=admin,
             feedback=self.conversations.feedback_summary() if admin else None,
         )

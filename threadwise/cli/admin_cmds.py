@@ -17,7 +17,7 @@ from threadwise.cli.errors import print_error
 from threadwise.errors import ThreadwiseError
 
 if TYPE_CHECKING:
-    from threadwise.sync.admin import AdminService, SpaceStatus
+    from threadwise.sync.admin import AdminService, FolderStatus, RunSummary, SpaceStatus
 
 
 class HasAdmin(Protocol):
@@ -120,15 +120,18 @@ def _sync(admin: AdminService, args: argparse.Namespace) -> int:
 
 def _status(admin: AdminService, args: argparse.Namespace) -> int:
     statuses = admin.status()
+    folders = admin.folder_status()
     if admin.confluence_problem:  # CONFLUENCE_URL is set, but Confluence is not usable yet (as doctor says)
         print(f"threadwise: note: {admin.confluence_problem}", file=sys.stderr)
-    if args.json:
-        print(json.dumps([s.to_json() for s in statuses], indent=2))
+    if args.json:  # spaces ("kind": "space"), then the folders indexed with index --docs ("kind": "folder")
+        print(json.dumps([s.to_json() for s in statuses] + [f.to_json() for f in folders], indent=2))
         return 0
-    if not statuses:
+    if not statuses and not folders:
         print("Nothing indexed and no spaces configured. Add one with: threadwise spaces add KEY")
     for s in statuses:
         print(format_status(s))
+    for f in folders:
+        print(format_folder(f))
     return 0
 
 
@@ -148,13 +151,28 @@ def format_status(s: SpaceStatus) -> str:
     )
     took = f" in {run.duration_s:.1f}s" if run.duration_s is not None else ""
     lines.append(f"  last sync {when}: {run.status}{took}; {counts}")
-    if run.error:
-        lines.append(f"  error: {run.error}")
-    for f in run.failures[:5]:
-        lines.append(f"  failed page {f.get('title') or f.get('page_id')}: {f.get('reason')}")
-    if len(run.failures) > 5:
-        lines.append(f"  ... and {len(run.failures) - 5} more failed pages (see status --json)")
-    return "\n".join(lines)
+    return "\n".join(lines + _problems(run, "failed page"))
+
+
+def format_folder(f: FolderStatus) -> str:
+    """The last `index --docs` of a folder: its result, then each file or page it skipped and why."""
+    run = f.last_run
+    took = f" in {run.duration_s:.1f}s" if run.duration_s is not None else ""
+    counts = f"{run.pages} files, {run.updated} embedded, {run.unchanged} unchanged, {run.failed} skipped"
+    head = (
+        f"folder {f.folder}: last index --docs {_ago(run.finished_at or run.started_at)}: {run.status}{took}"
+    )
+    return "\n".join([f"{head}; {counts}", *_problems(run, "skipped")])
+
+
+def _problems(run: RunSummary, label: str, shown: int = 5) -> list[str]:
+    """The run's error and its first failures with their reasons."""
+    lines = [f"  error: {run.error}"] if run.error else []
+    for f in run.failures[:shown]:
+        lines.append(f"  {label} {f.get('title') or f.get('page_id')}: {f.get('reason')}")
+    if len(run.failures) > shown:
+        lines.append(f"  ... and {len(run.failures) - shown} more (see status --json)")
+    return lines
 
 
 def _ago(when: datetime | None) -> str:

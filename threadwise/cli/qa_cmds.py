@@ -54,14 +54,19 @@ def register(sub: Any, build: Build) -> None:
 
 
 # ----- helpers -----
-def index_folder_into(app: Threadwise, folder: Path, *, remove_missing: bool) -> tuple[IndexReport, int]:
+def index_folder_into(
+    app: Threadwise, folder: Path, *, remove_missing: bool, record: bool = False
+) -> tuple[IndexReport, int]:
     """Index a folder of page files into `app`'s index with a progress bar, reporting skipped pages on
-    stderr; returns the report and the number of pages skipped in all (unreadable files included)."""
+    stderr; returns the report and the number of pages skipped in all (unreadable files included).
+    With `record`, the run and its skipped files go into the run history, where `status` shows them (a run
+    killed midway stays "running" there, and status calls it interrupted)."""
     from filelock import FileLock, Timeout
 
     from threadwise.cli.progress import ProgressBar
     from threadwise.connectors.files import load_pages
     from threadwise.index.indexer import PageLimits, index_pages
+    from threadwise.sync.store import FOLDER_TRIGGER, RunCounts, SyncStore
 
     pages, failures = load_pages(folder)
     app.settings.data_dir.mkdir(parents=True, exist_ok=True)
@@ -79,6 +84,8 @@ def index_folder_into(app: Threadwise, folder: Path, *, remove_missing: bool) ->
             lock.acquire(timeout=wait_s)
         except Timeout:
             raise ValueError(f"busy: another indexing run held {lock.lock_file} for {wait_s:.0f} s") from None
+    runs = SyncStore(sessions=app.sessions) if record else None
+    run_id = runs.start_run(str(folder.resolve())[:255], full=True, trigger=FOLDER_TRIGGER)[0] if runs else 0
     try:
         app.embedder.warm_up()
         report = index_pages(
@@ -88,8 +95,22 @@ def index_folder_into(app: Threadwise, folder: Path, *, remove_missing: bool) ->
             progress=ProgressBar(f"Indexing {folder.name}"),
             limits=PageLimits.from_env(app.settings.env),
         )
+    except BaseException as error:  # recorded, then on its way (Ctrl-C, a broken index)
+        if runs:
+            runs.finish_run(run_id, status="failed", counts=RunCounts(len(pages)), error=repr(error))
+        raise
     finally:
         lock.release()
+    if runs:
+        skipped = [*failures, *report.failures]
+        counts = RunCounts(
+            pages=len(pages) + len(failures),
+            updated=report.embedded,  # a folder run does not tell new pages from changed ones
+            deleted=report.removed,
+            unchanged=report.unchanged,
+            failed=len(skipped),
+        )
+        runs.finish_run(run_id, status="partial" if skipped else "ok", counts=counts, failures=skipped)
     for c in report.capped:
         print(f"  capped {c.title or c.page_id}: {c.reason}", file=sys.stderr)
     for f in [*failures, *report.failures]:
@@ -254,7 +275,7 @@ def trace(args: argparse.Namespace, build: Build) -> int:
 
 
 def index_folder(args: argparse.Namespace, build: Build) -> int:
-    report, skipped = index_folder_into(build(), args.docs, remove_missing=False)
+    report, skipped = index_folder_into(build(), args.docs, remove_missing=False, record=True)
     v = report.vectors
     print(
         f"{report.pages} pages: {report.embedded} embedded, {report.unchanged} unchanged, "

@@ -69,13 +69,14 @@ class SyncedPageRow(Base):
 
 
 class SyncRunRow(Base):
-    """One sync of one space: what it did, how long it took, why pages failed."""
+    """One sync of one space (or one `index --docs` of a folder: trigger "index", space the folder's path):
+    what it did, how long it took, why pages failed or files were skipped."""
 
     __tablename__ = "sync_runs"
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     space: Mapped[str] = mapped_column(String(255), index=True)
     full: Mapped[bool] = mapped_column(Boolean, default=False)
-    trigger: Mapped[str] = mapped_column(String(32), default="manual")  # manual, schedule, slack, cli
+    trigger: Mapped[str] = mapped_column(String(32), default="manual")  # manual, schedule, slack, cli, index
     started_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
     status: Mapped[str] = mapped_column(
@@ -90,6 +91,9 @@ class SyncRunRow(Base):
     failures: Mapped[list[dict[str, Any]]] = mapped_column(JSON, default=list)  # [{page_id, title, reason}]
     error: Mapped[str | None] = mapped_column(Text, nullable=True)
     duration_s: Mapped[float | None] = mapped_column(Float, nullable=True)
+    # the process running it: a run still "running" whose process is gone was killed (status says interrupted)
+    host: Mapped[str | None] = mapped_column(String(255), nullable=True)
+    pid: Mapped[int | None] = mapped_column(Integer, nullable=True)
 
 
 class ChannelSpacesRow(Base):

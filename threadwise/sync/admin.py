@@ -20,7 +20,7 @@ from threadwise.db.sync_tables import ChannelSpacesRow, SyncedSpaceRow, SyncRunR
 from threadwise.errors import ThreadwiseError
 from threadwise.index.store import EvidenceIndex
 from threadwise.sync.leader import SyncBusy, SyncLock
-from threadwise.sync.store import SyncStore
+from threadwise.sync.store import FOLDER_TRIGGER, INTERRUPTED, SyncStore, process_gone
 from threadwise.sync.sync import Progress, SpaceSyncer, SyncBusyError, SyncReport
 
 
@@ -67,8 +67,10 @@ class RunSummary:
 
     @classmethod
     def of(cls, row: SyncRunRow) -> RunSummary:
+        """The run as stored; one still "running" whose process is gone (kill -9, a crash) is interrupted."""
+        interrupted = row.status == "running" and process_gone(row.host, row.pid)
         return cls(
-            status=row.status,
+            status="interrupted" if interrupted else row.status,
             full=row.full,
             trigger=row.trigger,
             started_at=as_utc(row.started_at),
@@ -81,7 +83,7 @@ class RunSummary:
             unchanged=row.unchanged,
             failed=row.failed,
             failures=tuple(row.failures or ()),
-            error=row.error or "",
+            error=INTERRUPTED if interrupted else row.error or "",
         )
 
 
@@ -103,16 +105,29 @@ class SpaceStatus:
     left_out: tuple[RestrictedPage, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
-        def plain(v: Any) -> Any:
-            if isinstance(v, datetime):
-                return v.isoformat()
-            if isinstance(v, dict):
-                return {k: plain(x) for k, x in v.items()}
-            if isinstance(v, list | tuple):
-                return [plain(x) for x in v]
-            return v
+        return {"kind": "space", **_plain(asdict(self))}
 
-        return plain(asdict(self))  # type: ignore[no-any-return]
+
+def _plain(v: Any) -> Any:
+    """Datetimes as ISO text, tuples as lists: JSON-ready."""
+    if isinstance(v, datetime):
+        return v.isoformat()
+    if isinstance(v, dict):
+        return {k: _plain(x) for k, x in v.items()}
+    if isinstance(v, list | tuple):
+        return [_plain(x) for x in v]
+    return v
+
+
+@dataclass(frozen=True)
+class FolderStatus:
+    """The last `threadwise index --docs` of one folder: what it did and which files it skipped, and why."""
+
+    folder: str
+    last_run: RunSummary
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kind": "folder", "folder": self.folder, "last_run": _plain(asdict(self.last_run))}
 
 
 class AdminService:
@@ -274,6 +289,13 @@ class AdminService:
         configs = {c.key: c for c in self.list_spaces()}
         keys = sorted(set(configs) | set(self.index.spaces()))
         return [self._status(key, configs.get(key)) for key in keys]
+
+    def folder_status(self) -> list[FolderStatus]:
+        """The last `index --docs` run of each folder indexed into this data folder, newest first."""
+        return [
+            FolderStatus(folder=row.space, last_run=RunSummary.of(row))
+            for row in self.store.last_runs_by_space(FOLDER_TRIGGER)
+        ]
 
     def _status(self, key: str, config: SpaceConfig | None) -> SpaceStatus:
         states = self.index.page_states(key)

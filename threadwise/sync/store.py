@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import socket
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from datetime import datetime
@@ -11,6 +13,9 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from threadwise.core.types import PageFailure, RestrictedPage
 from threadwise.db.sync_tables import SpaceSyncStateRow, SyncedPageRow, SyncRunRow, as_utc, utcnow
+
+INTERRUPTED = "the process stopped before this run finished (killed or crashed)"
+FOLDER_TRIGGER = "index"  # a run of `threadwise index --docs`; its space is the folder's path
 
 
 @dataclass(frozen=True)
@@ -102,8 +107,16 @@ class SyncStore:
             ).all()
             for stale in stale_runs:
                 stale.status = "interrupted"
-                stale.error = "the process stopped before this run finished (killed or crashed)"
-            row = SyncRunRow(space=space, full=full, trigger=trigger, started_at=utcnow(), status="running")
+                stale.error = INTERRUPTED
+            row = SyncRunRow(
+                space=space,
+                full=full,
+                trigger=trigger,
+                started_at=utcnow(),
+                status="running",
+                host=socket.gethostname()[:255],
+                pid=os.getpid(),
+            )
             s.add(row)
             s.flush()
             return row.id, bool(stale_runs)
@@ -136,9 +149,37 @@ class SyncStore:
                 q = q.where(SyncRunRow.space == space)
             return list(s.scalars(q).all())
 
+    def last_runs_by_space(self, trigger: str, *, limit: int = 20) -> list[SyncRunRow]:
+        """The latest run of each space (folder) that runs of `trigger` touched, newest first (of the last 200)."""
+        with self.sessions() as s:
+            q = (
+                select(SyncRunRow)
+                .where(SyncRunRow.trigger == trigger)
+                .order_by(SyncRunRow.id.desc())
+                .limit(200)
+            )
+            latest: dict[str, SyncRunRow] = {}
+            for row in s.scalars(q):
+                latest.setdefault(row.space, row)
+            return list(latest.values())[:limit]
+
     def last_run(self, space: str, *, finished_only: bool = False) -> SyncRunRow | None:
         with self.sessions() as s:
             q = select(SyncRunRow).where(SyncRunRow.space == space)
             if finished_only:
                 q = q.where(SyncRunRow.status != "running")
             return s.scalars(q.order_by(SyncRunRow.id.desc()).limit(1)).first()
+
+
+def process_gone(host: str | None, pid: int | None) -> bool:
+    """Whether the process that recorded a run is gone: only knowable for a process of this host (another
+    replica's run stays "running" here until its own host or the next run of the space says otherwise)."""
+    if pid is None or host != socket.gethostname()[:255]:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:  # alive, another user's
+        return False
+    return False
