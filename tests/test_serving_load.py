@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from tests.support.cli import threadwise_cli
 from tests.support.fake_slack import FakeSlack
 from tests.support.slack_events import SlackSender
 from tests.support.slack_world import SIGNING_SECRET, World, build_world, running_bot
@@ -78,17 +79,6 @@ NEW_PAGE = {
 }
 
 
-def cli(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "threadwise", *args],
-        env=env,
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-
-
 @pytest.fixture
 def served(tmp_path: Path) -> Iterator[tuple[FakeSlack, SlackSender, dict[str, str], subprocess.Popen[str]]]:
     with FakeSlack(users={"U1": {}}) as slack:
@@ -101,7 +91,7 @@ def served(tmp_path: Path) -> Iterator[tuple[FakeSlack, SlackSender, dict[str, s
             "SLACK_SIGNING_SECRET": SIGNING_SECRET,
             "SLACK_API_URL": slack.api_url,
         }
-        assert cli(env, "index", "--docs", str(SAMPLE_WIKI_DIR)).returncode == 0
+        assert threadwise_cli(env, "index", "--docs", str(SAMPLE_WIKI_DIR)).returncode == 0
         proc = subprocess.Popen(
             [sys.executable, "-m", "threadwise", "serve", "--http", "0", "--host", "127.0.0.1", "--no-sync"],
             env=env,
