@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from threadwise.settings import Settings
 
 if TYPE_CHECKING:  # the types only: these modules load late, when a command first needs them
+    from sqlalchemy import Engine
     from sqlalchemy.orm import Session, sessionmaker
 
     from threadwise.connectors.confluence import ConfluenceClient
@@ -105,17 +106,22 @@ class Threadwise:
     @cached_property
     def index(self) -> EvidenceIndex:
         from threadwise.index.chroma_store import ChromaServer
+        from threadwise.index.manifest import IndexManifest
         from threadwise.index.store import EvidenceIndex
 
         url = self.settings.get("THREADWISE_CHROMA_URL").strip()
         token = self.settings.get("THREADWISE_CHROMA_TOKEN").strip() or None
+        # on a shared server each deployment wants its own collection (its manifest sweeps the rest); replicas
+        # of one deployment share it, and the manifest in the shared database
+        collection = (
+            self.settings.get("THREADWISE_CHROMA_COLLECTION").strip() if url else ""
+        ) or self.collection
         return EvidenceIndex(
             directory=self.settings.data_dir / "index",
             embedder=self.embedder,
-            # on a shared server each data folder wants its own collection (its manifest sweeps the rest)
-            collection=(self.settings.get("THREADWISE_CHROMA_COLLECTION").strip() if url else "")
-            or self.collection,
+            collection=collection,
             chroma_server=ChromaServer(url=url, token=token) if url else None,
+            manifest=IndexManifest(engine=self.engine, collection=collection),
         )
 
     @cached_property
@@ -192,15 +198,22 @@ class Threadwise:
 
     # ----- state -----
     @cached_property
-    def sessions(self) -> sessionmaker[Session]:
-        from threadwise.db.base import make_engine, make_sessions
+    def engine(self) -> Engine:
+        """The one database of every piece of state replicas share (the index manifest included), upgraded."""
+        from threadwise.db.base import make_engine
         from threadwise.db.schema import upgrade
 
         self.settings.data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
         self.settings.data_dir.chmod(0o700)  # a folder made before (umask 022) is closed too
         engine = make_engine(self.settings.database_url)
         upgrade(engine)
-        return make_sessions(engine)
+        return engine
+
+    @cached_property
+    def sessions(self) -> sessionmaker[Session]:
+        from threadwise.db.base import make_sessions
+
+        return make_sessions(self.engine)
 
     # ----- several replicas: who leads the sync, one sync at a time -----
     @cached_property

@@ -9,7 +9,8 @@ written beside the old before the switch (see `EvidenceIndex`).
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,7 @@ from urllib.parse import urlsplit
 import numpy as np
 
 from threadwise.core.types import Evidence
+from threadwise.index.shared_lock import SharedLock
 
 # chromadb keeps one "system" per folder in a process-wide registry that it fills without a lock: clients
 # created by two threads at once race there (KeyError). Every open and close goes through this lock.
@@ -168,3 +170,54 @@ class ChromaStore:
 
     def count(self) -> int:
         return int(self._collection.count())
+
+
+class CurrentChroma:
+    """One Chroma collection, kept current with the index generation (`generation`, read from the manifest).
+
+    The client is opened once (first use or warm-up), by one thread; every use holds `_use` shared, and a
+    reopen holds it exclusively. `_seen` is the generation the open client is known to have seen: another
+    process (a CLI sync beside `serve`) moving it on makes the next use reopen the client, whose in-memory vector
+    index would otherwise stay as it was when it was opened.
+    """
+
+    def __init__(
+        self, *, directory: Path, collection: str, server: ChromaServer | None, generation: Callable[[], int]
+    ) -> None:
+        self._directory, self._collection, self._server = directory, collection, server
+        self._generation = generation
+        self._opening = threading.Lock()
+        self._use = SharedLock()
+        self._store: ChromaStore | None = None
+        self._seen = -1
+
+    @property
+    def store(self) -> ChromaStore:
+        """The collection, opened on first use by exactly one thread."""
+        if self._store is None:
+            with self._opening:
+                if self._store is None:
+                    generation = self._generation()
+                    self._store = ChromaStore(
+                        directory=self._directory, collection=self._collection, server=self._server
+                    )
+                    self._seen = generation
+        return self._store
+
+    @contextmanager
+    def using(self) -> Iterator[ChromaStore]:
+        """The collection, reopened first if another process moved the generation on since it was opened."""
+        store = self.store
+        if self._generation() != self._seen:
+            with self._use.exclusive():
+                generation = self._generation()
+                if generation != self._seen:
+                    store.reopen()
+                    self._seen = generation
+        with self._use.shared():
+            yield store
+
+    def saw(self, generation: int) -> None:
+        """This process made the change that moved the generation to `generation` (holding `using()`): its
+        client has seen it."""
+        self._seen = generation

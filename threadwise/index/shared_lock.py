@@ -1,10 +1,14 @@
-"""A readers-writer lock: many readers at once, or one exclusive holder (reopening the Chroma client)."""
+"""The index's locks: a readers-writer lock (many readers at once, or one exclusive holder: reopening the
+Chroma client), and the one-writer lock across threads and processes."""
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
+
+from filelock import FileLock
 
 
 class SharedLock:
@@ -41,3 +45,19 @@ class SharedLock:
             with self._cond:
                 self._exclusive = False
                 self._cond.notify_all()
+
+
+class WriteLock:
+    """A re-entrant lock across threads (RLock) and processes (a lock file)."""
+
+    def __init__(self, path: Path) -> None:
+        self._threads = threading.RLock()
+        self._file = FileLock(str(path), thread_local=False)
+
+    def __enter__(self) -> None:
+        self._threads.acquire()
+        self._file.acquire()
+
+    def __exit__(self, *exc: object) -> None:
+        self._file.release()
+        self._threads.release()
