@@ -105,7 +105,8 @@ def test_interrupted_update_keeps_previous_state(tmp_path: Path) -> None:
     old = page("1", "The wiki moved to Confluence in 2019")
     put(index, old)
     new = page("1", "The wiki moved to Notion in 2024", version=2)
-    index.manifest.mark_dirty([new.id])  # step 1 of `put_page`, as a process killed right after it leaves the index
+    # step 1 of `put_page`, as a process killed right after it leaves the index
+    index.manifest.mark_dirty([new.id])
     index.chroma.add(evidences(new, [new.body]), index.embedder.embed([new.body]), new.content_hash)
 
     reopened = open_index(tmp_path)
