@@ -5,7 +5,12 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-from threadwise.core.retrieve.retriever import RetrievalOptions, Retriever, reciprocal_rank_fusion
+from threadwise.core.retrieve.retriever import (
+    RetrievalOptions,
+    Retriever,
+    keep_ranking_heads,
+    reciprocal_rank_fusion,
+)
 from threadwise.core.types import Evidence, Page
 from threadwise.index.store import EvidenceIndex
 from threadwise.models.embedders import HashingEmbedder
@@ -259,3 +264,14 @@ def test_rows_may_take_their_tables_vector(tmp_path: Path) -> None:
     assert embedder.texts == 1 and index.counts.shared == 2
     assert [h.evidence.kind for h in index.search_dense(embedder.embed_query("Bob release"), 5)] == ["table"]
     assert index.search_lexical("Bob release", 1)[0].evidence.text == "Bob owns the release"
+
+
+def test_a_rankings_best_hit_missing_from_the_top_k_is_kept_at_the_head_rank() -> None:
+    page_of = {"a1": "A", "a2": "A", "b1": "B", "c1": "C", "g1": "G", "g2": "G", "g3": "G"}
+    fused = [("a1", 0.9), ("a2", 0.8), ("b1", 0.7), ("c1", 0.6), ("g1", 0.1), ("g2", 0.05), ("g3", 0.01)]
+    dense = ["g2", "g1", "g3", "a1"]  # the dense ranking is sure of page G, which the fusion buried
+    kept = keep_ranking_heads(fused, [dense], page_of, rank=2, top_k=3)
+    assert [eid for eid, _ in kept] == ["a1", "g1", "g2", "a2", "b1", "c1", "g3"]  # P@1 as it was
+    assert [s for _, s in kept][:3] == [0.9, 0.9, 0.9]  # shown with their neighbour's score
+    # a head whose page is already in the top-k changes nothing
+    assert keep_ranking_heads(fused, [["b1", "g1"]], page_of, rank=2, top_k=3) == fused

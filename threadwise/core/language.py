@@ -1,5 +1,5 @@
-"""A cheap guess of a text's language (English or German), for the two stages that must know it: retrieval
-(BM25 cannot match across languages) and the answerer (it says when it quotes a page in another language)."""
+"""A cheap guess of a text's language (English or German), for the answerer: words cannot match across
+languages (the cosine stands in for the word overlap), and it says when it quotes a page in another language."""
 
 from __future__ import annotations
 

@@ -6,11 +6,10 @@ Every stage's ranked list is kept with its scores: users can open the trace and 
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from threadwise.core.language import evidence_is_german, is_german
 from threadwise.core.protocols import Embedder, EvidenceSearch, Reranker
 from threadwise.core.types import Evidence, Hit, ScoredEvidence
 
@@ -32,13 +31,15 @@ class RetrievalOptions:
     page_weight: float = 2.0
     page_candidates: int = 20
     rerank_depth: int = 30  # fused candidates the cross-encoder re-scores, when one is configured
-    # A question in one language about a page in another: BM25 cannot match across languages, so the lexical
-    # and page rankings bury such a page however well the dense model ranks it (the sample wiki's English
-    # "Can I take vacation during release week?" had the German policy first in the dense ranking and nowhere
-    # in the top 10). The dense ranking's best hit, when it is in another language than the question and its
-    # page is missing from the top-k, is moved to this rank with that page's next dense hit after it (0:
-    # never). Rank 2 keeps P@1 as it was and puts both before the extractive answerer, which reads the top 3.
-    cross_lingual_rank: int = 2
+    # Rankings that disagree: RRF lets two rankings that agree outvote a third that is sure, so a ranking's best
+    # hit can miss the top-k altogether. That is what happens across languages (BM25 cannot match a German
+    # page to an English question, so the lexical and page rankings bury the page the dense model ranks first),
+    # and, more rarely, within one. The best hit of each ranking named in `head_rankings` whose page is missing
+    # from the top-k is placed at rank `head_rank`, with that page's next hit of the same ranking after it
+    # (0: never). Rank 2 keeps P@1 as it was and puts both before the extractive answerer, which reads the top 4.
+    # Dev split numbers in the README (bench/fusion_dev.py).
+    head_rank: int = 2
+    head_rankings: tuple[str, ...] = ("lexical", "dense")
 
 
 @dataclass(frozen=True)
@@ -59,30 +60,60 @@ class Retrieval:
         return self.reranked or self.fused
 
 
-def _keep_cross_lingual(
-    query: str,
-    dense: Sequence[Evidence],
+def keep_ranking_heads(
     fused: list[tuple[str, float]],
-    pool: dict[str, Evidence],
+    rankings: Sequence[Sequence[str]],
+    page_of: Mapping[str, str],
     *,
     rank: int,
     top_k: int,
     hits: int = 2,
 ) -> list[tuple[str, float]]:
-    """When the dense ranking's best hit is in another language than the question and its page is missing
-    from the top-k, move that page's best `hits` dense hits to `rank` and after (see
-    `RetrievalOptions.cross_lingual_rank`)."""
-    best = dense[0]
-    if evidence_is_german(best) == is_german(query):
-        return fused
-    if best.page_id in {pool[eid].page_id for eid, _ in fused[:top_k]}:
-        return fused
-    moving = [e.id for e in dense if e.page_id == best.page_id][:hits]
-    moved = [pair for pair in fused if pair[0] in moving]
-    rest = [pair for pair in fused if pair[0] not in moving]
-    at = min(rank - 1, len(rest))
-    score = rest[at - 1][1] if at > 0 else moved[0][1]  # shown with its neighbour's score: the order counts
-    return [*rest[:at], *((eid, score) for eid, _ in moved), *rest[at:]]
+    """For each ranking whose best hit's page is missing from the fused top-k, move that page's best `hits`
+    hits of that ranking to `rank` and after (see `RetrievalOptions.head_rank`)."""
+    for ranking in rankings:
+        if not ranking or rank <= 0:
+            continue
+        page = page_of[ranking[0]]
+        if page in {page_of[eid] for eid, _ in fused[:top_k]}:
+            continue
+        moving = [eid for eid in ranking if page_of[eid] == page][:hits]
+        moved = [pair for pair in fused if pair[0] in moving]
+        rest = [pair for pair in fused if pair[0] not in moving]
+        at = min(rank - 1, len(rest))
+        # shown with its neighbour's score: the order is what counts
+        score = rest[at - 1][1] if at > 0 else moved[0][1]
+        fused = [*rest[:at], *((eid, score) for eid, _ in moved), *rest[at:]]
+    return fused
+
+
+def fuse(
+    lexical: Sequence[str],
+    dense: Sequence[str],
+    page_ranking: Sequence[str],
+    page_of: Mapping[str, str],
+    options: RetrievalOptions,
+) -> list[tuple[str, float]]:
+    """The fused ranking of the evidence ids of the lexical and dense rankings (best first, with scores): RRF of
+    the two, plus each evidence's page's rank in the page-level ranking, then the rankings' heads kept."""
+    opts = options
+    fused = reciprocal_rank_fusion(
+        [lexical, dense], k=opts.rrf_k, weights=[opts.lexical_weight, opts.dense_weight]
+    )
+    if page_ranking and opts.page_weight > 0:
+        # every candidate evidence inherits its page's rank, so the page ranking re-orders the pool
+        page_rank = {pid: r for r, pid in enumerate(page_ranking, start=1)}
+        bonus = {
+            eid: opts.page_weight / (opts.rrf_k + page_rank[pid])
+            for eid, pid in page_of.items()
+            if pid in page_rank
+        }
+        fused = sorted(((eid, s + bonus.get(eid, 0.0)) for eid, s in fused), key=lambda kv: -kv[1])
+    if opts.mode == "hybrid" and opts.head_rank > 0:
+        named = {"lexical": lexical, "dense": dense}
+        heads = [named[name] for name in opts.head_rankings]
+        fused = keep_ranking_heads(fused, heads, page_of, rank=opts.head_rank, top_k=opts.top_k)
+    return fused
 
 
 def reciprocal_rank_fusion(
@@ -145,31 +176,13 @@ class Retriever:
             timings["pages"] = (time.perf_counter() - t) * 1000
 
         t = time.perf_counter()
-        page_rank = {pid: r for r, (pid, _s) in enumerate(page_ranking, start=1)}
-        fused_pairs = reciprocal_rank_fusion(
-            [[s.evidence.id for s in lexical], [s.evidence.id for s in dense]],
-            k=opts.rrf_k,
-            weights=[opts.lexical_weight, opts.dense_weight],
+        fused_pairs = fuse(
+            [s.evidence.id for s in lexical],
+            [s.evidence.id for s in dense],
+            [pid for pid, _s in page_ranking],
+            {eid: e.page_id for eid, e in pool.items()},
+            opts,
         )
-        if page_rank:
-            # every candidate evidence inherits its page's rank, so the page ranking re-orders the pool
-            bonus = {
-                e.id: opts.page_weight / (opts.rrf_k + page_rank[e.page_id])
-                for e in pool.values()
-                if e.page_id in page_rank
-            }
-            fused_pairs = sorted(
-                ((eid, s + bonus.get(eid, 0.0)) for eid, s in fused_pairs), key=lambda kv: -kv[1]
-            )
-        if opts.mode == "hybrid" and dense and opts.cross_lingual_rank > 0:
-            fused_pairs = _keep_cross_lingual(
-                query,
-                [s.evidence for s in dense],
-                fused_pairs,
-                pool,
-                rank=opts.cross_lingual_rank,
-                top_k=opts.top_k,
-            )
         fused = [Hit(eid, score, i + 1) for i, (eid, score) in enumerate(fused_pairs)]
         timings["fuse"] = (time.perf_counter() - t) * 1000
 
