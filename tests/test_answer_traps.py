@@ -64,24 +64,8 @@ TRAPS = [
     Trap("What happens with BIOS 1.42 after the upgrade?", ("truncated",)),
     Trap("Can the production database cluster be restarted alone?", ("second person",)),
     # cross-lingual: an English question over the German page, and German questions over English pages
-    pytest.param(
-        Trap("Can I take vacation during release week?", ("Release-Woche", "Dana Kovac", "German")),
-        marks=pytest.mark.xfail(
-            strict=False,
-            reason="flaky inside the whole suite (passes alone and as a file): the chosen unit changes between "
-            "runs; the cause is not found yet",
-        ),
-        id="Can I take vacation during release week?",
-    ),
-    pytest.param(
-        Trap("How many vacation days does a full-time employee get?", ("30 Urlaubstage", "German")),
-        marks=pytest.mark.xfail(
-            strict=False,
-            reason="flaky inside the whole suite (passes alone and as a file): the chosen unit changes between "
-            "runs; the cause is not found yet",
-        ),
-        id="How many vacation days does a full-time employee get?",
-    ),
+    Trap("Can I take vacation during release week?", ("Release-Woche", "Dana Kovac", "German")),
+    Trap("How many vacation days does a full-time employee get?", ("30 Urlaubstage", "German")),
     Trap("Wer wird bei einem SEV1-Vorfall alarmiert?", ("Primary and secondary", "englischen")),
     Trap("Auf welchem Port lauscht der lokale Stack?", ("8080",)),
     # plain facts that a fragment would get wrong
@@ -90,15 +74,7 @@ TRAPS = [
     Trap("How long does a restart of the production database cluster take?", ("20 minutes",)),
     Trap("What should I do if make migrate fails with connection refused?", ("wait ten seconds",)),
     Trap("Which Docker Desktop version do I need?", ("4.30",)),
-    pytest.param(
-        Trap("How is on-call time compensated?", ("1 hour of time off per weekend day",)),
-        marks=pytest.mark.xfail(
-            strict=False,
-            reason="flaky inside the whole suite (passes alone and as a file): the chosen unit changes between "
-            "runs; the cause is not found yet",
-        ),
-        id="How is on-call time compensated?",
-    ),
+    Trap("How is on-call time compensated?", ("1 hour of time off per weekend day",)),
 ]
 
 
@@ -109,7 +85,8 @@ def app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Threadwise]:
     app = Threadwise(settings=load_settings(env={}, data_dir=data_dir))
     pages, failures = load_pages(SAMPLE_WIKI_DIR)
     assert not failures
-    index_pages(app.index, pages)
+    report = index_pages(app.index, pages)
+    assert not report.failures and report.embedded == len(pages)  # a page left out would change answers
     yield app
 
 
