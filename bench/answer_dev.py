@@ -17,6 +17,7 @@ import pickle
 import statistics
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -30,24 +31,22 @@ SETTINGS = [("completed", "en"), ("completed", "de"), ("conversational", "en"), 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "confquestions"  # beside the checkout
 
 
-def retrieve_all(cache: Path, limit: int | None) -> dict[str, list[dict[str, Any]]]:
-    """Every question of the four settings with its top evidences, from the eval index (built by `eval`)."""
+def dev_queries(limit: int | None = None) -> Iterator[tuple[str, Any, Any, Any, str, list[PastTurn]]]:
+    """Every question of the four settings, in order: (setting, app, eval index, turn, query as retrieved,
+    the conversation's history so far; the caller appends the turn to it). Completed questions are the gold
+    completions; conversational ones are completed by the app's completer, as `eval` does."""
     from threadwise.connectors.files import load_pages
-    from threadwise.core.retrieve.retriever import Retriever
     from threadwise.evaluation.run import EvalConfig, build_eval_index
     from threadwise.settings import load_settings
     from threadwise.wiring import Threadwise
 
     app = Threadwise(settings=load_settings(config_file=None, data_dir=None))
     pages, _ = load_pages(SHARED / "documents")
-    out: dict[str, list[dict[str, Any]]] = {}
     for questions, lang in SETTINGS:
         cfg = EvalConfig(docs=SHARED / "documents", qa=SHARED / "qa-dev.json", questions=questions, lang=lang)
         index, _ = build_eval_index(
-            cfg, pages, embedder=app.embedder, data_dir=app.settings.data_dir, progress=print
+            cfg, pages, embedder=app.embedder, data_dir=app.settings.data_dir, progress=lambda *a: None
         )
-        retriever = Retriever(index=index, embedder=app.embedder)
-        rows = []
         for conversation in load_conversations(cfg.qa, lang)[:limit]:
             history: list[PastTurn] = []
             for turn in conversation:
@@ -56,14 +55,23 @@ def retrieve_all(cache: Path, limit: int | None) -> dict[str, list[dict[str, Any
                     if questions == "completed"
                     else app.completer.complete(turn.question, history).question
                 )
-                evidences = retriever.retrieve(query).evidences
-                rows.append(
-                    {"query": query, "gold": turn.answer, "source": turn.source, "evidences": evidences}
-                )
-                shown = tuple(dict.fromkeys(e.page_id for e in evidences[:3]))
-                history.append(PastTurn(turn.question, query, "", shown))
-        out[f"{questions}-{lang}"] = rows
-        print(f"{questions}-{lang}: {len(rows)} questions", file=sys.stderr)
+                yield f"{questions}-{lang}", app, index, turn, query, history
+
+
+def retrieve_all(cache: Path, limit: int | None) -> dict[str, list[dict[str, Any]]]:
+    """Every question of the four settings with its top evidences, from the eval index (built by `eval`)."""
+    from threadwise.core.retrieve.retriever import Retriever
+
+    out: dict[str, list[dict[str, Any]]] = {}
+    for name, app, index, turn, query, history in dev_queries(limit):
+        evidences = Retriever(index=index, embedder=app.embedder).retrieve(query).evidences
+        out.setdefault(name, []).append(
+            {"query": query, "gold": turn.answer, "source": turn.source, "evidences": evidences}
+        )
+        shown = tuple(dict.fromkeys(e.page_id for e in evidences[:3]))
+        history.append(PastTurn(turn.question, query, "", shown))
+    for name, rows in out.items():
+        print(f"{name}: {len(rows)} questions", file=sys.stderr)
     cache.write_bytes(pickle.dumps(out))
     return out
 

@@ -20,55 +20,32 @@ from typing import Any
 from threadwise.core.language import evidence_is_german, is_german
 from threadwise.core.retrieve.retriever import RetrievalOptions, fuse, keep_ranking_heads
 from threadwise.core.types import PastTurn
-from threadwise.evaluation.dataset import load_conversations, rank_of_gold, retrieval_scores
+from threadwise.evaluation.dataset import rank_of_gold, retrieval_scores
 
-SETTINGS = [("completed", "en"), ("completed", "de"), ("conversational", "en"), ("conversational", "de")]
-SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "confquestions"  # beside the checkout
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from answer_dev import dev_queries  # noqa: E402  (the dev split's questions, asked as eval asks them)
 
 
 def rankings_all(cache: Path) -> dict[str, list[dict[str, Any]]]:
     """Every question of the four settings with its three rankings, the pages and languages of their evidences."""
-    from threadwise.connectors.files import load_pages
-    from threadwise.evaluation.run import EvalConfig, build_eval_index
-    from threadwise.settings import load_settings
-    from threadwise.wiring import Threadwise
-
-    app = Threadwise(settings=load_settings(config_file=None, data_dir=None))
-    pages, _ = load_pages(SHARED / "documents")
     opts = RetrievalOptions()
     out: dict[str, list[dict[str, Any]]] = {}
-    for questions, lang in SETTINGS:
-        cfg = EvalConfig(docs=SHARED / "documents", qa=SHARED / "qa-dev.json", questions=questions, lang=lang)
-        index, _ = build_eval_index(
-            cfg, pages, embedder=app.embedder, data_dir=app.settings.data_dir, progress=lambda *a: None
+    for name, app, index, turn, query, history in dev_queries():
+        lexical = index.search_lexical(query, opts.candidates)
+        dense = index.search_dense(app.embedder.embed_query(query), opts.candidates)
+        pool = {s.evidence.id: s.evidence for s in [*lexical, *dense]}
+        out.setdefault(name, []).append(
+            {
+                "query": query,
+                "gold": turn.gold_pages,
+                "lexical": [s.evidence.id for s in lexical],
+                "dense": [s.evidence.id for s in dense],
+                "pages": [pid for pid, _ in index.search_pages(query, opts.page_candidates)],
+                "page_of": {eid: e.page_id for eid, e in pool.items()},
+                "german": {eid: evidence_is_german(e) for eid, e in pool.items()},
+            }
         )
-        rows = []
-        for conversation in load_conversations(cfg.qa, lang):
-            history: list[PastTurn] = []
-            for turn in conversation:
-                query = (
-                    turn.completed
-                    if questions == "completed"
-                    else app.completer.complete(turn.question, history).question
-                )
-                lexical = index.search_lexical(query, opts.candidates)
-                dense = index.search_dense(app.embedder.embed_query(query), opts.candidates)
-                page_ids = [pid for pid, _ in index.search_pages(query, opts.page_candidates)]
-                pool = {s.evidence.id: s.evidence for s in [*lexical, *dense]}
-                rows.append(
-                    {
-                        "query": query,
-                        "gold": turn.gold_pages,
-                        "lexical": [s.evidence.id for s in lexical],
-                        "dense": [s.evidence.id for s in dense],
-                        "pages": page_ids,
-                        "page_of": {eid: e.page_id for eid, e in pool.items()},
-                        "german": {eid: evidence_is_german(e) for eid, e in pool.items()},
-                    }
-                )
-                history.append(PastTurn(turn.question, query, "", ()))
-        out[f"{questions}-{lang}"] = rows
-        print(f"{questions}-{lang}: {len(rows)} questions", file=sys.stderr)
+        history.append(PastTurn(turn.question, query, "", ()))
     cache.write_bytes(pickle.dumps(out))
     return out
 
