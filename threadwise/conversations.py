@@ -19,6 +19,7 @@ from threadwise.core.pipeline import Pipeline, TurnResult
 from threadwise.core.protocols import ChatError, Embedder, ModelServerError
 from threadwise.core.types import Answer, Evidence
 from threadwise.db.conversations import ConversationStore, StoredTurn, ThreadKey
+from threadwise.handover import ClaimKeeper
 from threadwise.index.store import EvidenceIndex
 from threadwise.redact import redact_endpoints
 from threadwise.trace_render import render_trace
@@ -152,8 +153,11 @@ class ConversationService:
         similarity_embedder: Embedder | None = None,
         counterfactual_answerer: Callable[[], Any] | None = None,
         explain_workers: int = DEFAULT_MAX_WORKERS,
+        claims: ClaimKeeper | None = None,
     ) -> None:
+        """`claims`: questions in progress recorded for other replicas to take over if this one dies."""
         self.pipeline = pipeline
+        self.claims = claims
         self.store = store
         self.index = index
         # Explain compares texts with this one (default: the index's); the index's vectors are reused if the same
@@ -259,8 +263,12 @@ class ConversationService:
         cid = self.store.conversation_id(key, create=False)
         return [_view(t) for t in self.store.turns(cid)] if cid is not None else []
 
-    def claim_event(self, event_key: str) -> bool:
-        """True the first time a platform event is seen: retried or doubled events are answered once."""
+    def claim_event(self, event_key: str, *, resume: dict[str, Any] | None = None) -> bool:
+        """True the first time a platform event is seen: retried or doubled events are answered once.
+        `resume`: what another replica needs to answer the question if this one dies before it has (the
+        front end then calls `claims.finish(event_key)` once answered)."""
+        if resume is not None and self.claims is not None:
+            return self.claims.claim(event_key, resume)
         return bool(self.store.claim_event(event_key))
 
     def set_message_ref(self, turn_id: int, ref: str) -> None:

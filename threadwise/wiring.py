@@ -24,6 +24,7 @@ if TYPE_CHECKING:  # the types only: these modules load late, when a command fir
     from threadwise.core.retrieve.retriever import Retriever
     from threadwise.db.conversations import ConversationStore
     from threadwise.db.leases import Leases
+    from threadwise.handover import ClaimKeeper
     from threadwise.index.store import EvidenceIndex
     from threadwise.models.llm_settings import LLMSettings
     from threadwise.sync.admin import AdminService
@@ -247,6 +248,16 @@ class Threadwise:
         return SyncLock(leases=self.leases, replica=self.replica_id, ttl_s=self.lease_ttl_s)
 
     @cached_property
+    def claims(self) -> ClaimKeeper:
+        """Questions in progress, kept in the database for another replica to finish if this one dies."""
+        from threadwise.db.claims import ClaimStore
+        from threadwise.handover import ClaimKeeper
+
+        return ClaimKeeper(
+            store=ClaimStore(sessions=self.sessions), replica=self.replica_id, ttl_s=self.lease_ttl_s
+        )
+
+    @cached_property
     def store(self) -> ConversationStore:
         from threadwise.db.conversations import ConversationStore
 
@@ -262,6 +273,7 @@ class Threadwise:
             index=self.index,
             similarity_embedder=self.similarity_embedder,
             counterfactual_answerer=lambda: self.counterfactual_answerer,
+            claims=self.claims,
         )
 
     # ----- Confluence, sync, admin -----

@@ -24,8 +24,10 @@ from threadwise.core.protocols import Answerer
 from threadwise.core.retrieve.retriever import Retriever
 from threadwise.core.types import Page
 from threadwise.db.base import make_engine, make_sessions
+from threadwise.db.claims import ClaimStore
 from threadwise.db.conversations import ConversationStore
 from threadwise.db.schema import upgrade
+from threadwise.handover import ClaimKeeper
 from threadwise.index.indexer import index_pages
 from threadwise.index.store import EvidenceIndex
 from threadwise.models.embedders import HashingEmbedder
@@ -72,6 +74,15 @@ PAGES = (
 )
 
 
+@dataclass(frozen=True)
+class Replica:
+    """A replica's name and how fast it renews its claims and looks for other replicas' orphans."""
+
+    name: str
+    ttl_s: float = 30.0
+    sweep_s: float = 15.0
+
+
 @dataclass
 class World:
     conversations: ConversationService
@@ -89,13 +100,20 @@ def build_index(folder: Path, pages: tuple[Page, ...] = PAGES) -> EvidenceIndex:
 
 
 def build_world(
-    folder: Path, *, answerer: Answerer | None = None, index: EvidenceIndex | None = None
+    folder: Path,
+    *,
+    answerer: Answerer | None = None,
+    index: EvidenceIndex | None = None,
+    database_url: str | None = None,
+    replica: Replica | None = None,
 ) -> World:
     """The real services over a SQLite file in `folder` and `index` (default: PAGES indexed in `folder`).
 
     `answerer` defaults to the offline extractive one. The index is only read, so tests may share one.
+    `database_url`: another database (replicas share one); `replica`: questions in progress are claimed for
+    hand-over under this replica's name.
     """
-    engine = make_engine(f"sqlite:///{folder / 'threadwise.sqlite'}")
+    engine = make_engine(database_url or f"sqlite:///{folder / 'threadwise.sqlite'}")
     upgrade(engine)
     sessions = make_sessions(engine)
     index = index if index is not None else build_index(folder / "index")
@@ -105,7 +123,15 @@ def build_world(
         answerer=answerer or ExtractiveAnswerer(embedder=index.embedder),
     )
     store = ConversationStore(sessions=sessions)
-    conversations = ConversationService(pipeline=pipeline, store=store, index=index)
+    claims = None
+    if replica is not None:
+        claims = ClaimKeeper(
+            store=ClaimStore(sessions=sessions),
+            replica=replica.name,
+            ttl_s=replica.ttl_s,
+            sweep_s=replica.sweep_s,
+        )
+    conversations = ConversationService(pipeline=pipeline, store=store, index=index, claims=claims)
     return World(conversations, AdminService(sessions=sessions, index=index), index, store)
 
 

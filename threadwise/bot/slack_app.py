@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import logging
 import threading
+import uuid
 from collections.abc import Callable
 from concurrent.futures import Future
+from dataclasses import asdict
 from typing import Any
 
 from slack_bolt import App
@@ -29,12 +31,14 @@ from threadwise.bot.mrkdwn import mentions_other_user, plain_question
 from threadwise.bot.pool import Activity, FairPool, TrackedPool
 from threadwise.bot.question import PLATFORM, Question
 from threadwise.bot.slack_actions import ActionContext, register_actions
+from threadwise.bot.slack_handover import resume_slack
 from threadwise.bot.slack_identity import is_direct_message, slack_directory
 from threadwise.bot.slack_installation import Installation
 from threadwise.bot.slack_messenger import SlackMessenger
 from threadwise.bot.slack_settings import SlackSettings, make_client
 from threadwise.bot.slack_thread import thread_context
 from threadwise.conversations import ConversationService
+from threadwise.db.claims import Claim
 from threadwise.sync.admin import AdminService
 
 log = logging.getLogger(__name__)
@@ -126,6 +130,8 @@ class SlackBot:
             ),
         )
         self.app.error(self.on_error)
+        if conversations.claims is not None:  # questions of a replica that died are answered here
+            conversations.claims.resume_with(f"{PLATFORM}:", self._resume)
 
     # -- background work --------------------------------------------------------------------------------
 
@@ -150,6 +156,8 @@ class SlackBot:
         self.ready.set()  # questions held for the warm-up are answered (or dropped) rather than left waiting
         self.workers.shutdown(wait=wait, cancel_futures=not wait)
         self.listeners.shutdown(wait=wait, cancel_futures=not wait)
+        if self.conversations.claims is not None:  # what is still open is another replica's to finish
+            self.conversations.claims.stop()
 
     # -- events ---------------------------------------------------------------------------------------
 
@@ -220,40 +228,66 @@ class SlackBot:
         log.error("Slack listener failed on %s: %s", kind, type(error).__name__)
         log.debug("the failure", exc_info=error)
 
-    def claim(self, key: str) -> bool:
+    def claim(self, key: str, resume: dict[str, Any] | None = None) -> bool:
         """True the first time `key` is claimed (in this or any process sharing the database), then False.
+        `resume`: the question, kept with the claim for another replica to answer should this one die.
 
         Claims go one at a time: SQLite serialises writers anyway, and 20 threads contending for its write
         lock wait in its busy handler (back-offs up to 100 ms each) far longer than they wait in this queue.
         """
         with self._claims:
-            return bool(self.conversations.claim_event(f"{PLATFORM}:{key}"))
+            return bool(self.conversations.claim_event(f"{PLATFORM}:{key}", resume=resume))
+
+    def _resume(self, claim: Claim, give_up: bool) -> None:
+        def answer(question: Question, ts: str | None, claimed: str) -> None:
+            self.submit(
+                lambda: self._answer(question, ts, claimed), "answering (taken over)", owner=question.user
+            )
+
+        resume_slack(claim, give_up, messenger=self.messenger, answer=answer, finish=self.finish_claim)
+
+    def finish_claim(self, claimed: str | None) -> None:
+        if claimed is not None and self.conversations.claims is not None:
+            self.conversations.claims.finish(claimed)
 
     # -- answering ----------------------------------------------------------------------------------
 
     def start_answer(
         self, question: Question, *, claim: str | None, placeholder_ts: str | None = None
     ) -> bool:
-        """Answer `question` in its thread unless `claim` was taken before; False when it was a repeat."""
-        if claim is not None and not self.claim(claim):
+        """Answer `question` in its thread unless `claim` was taken before; False when it was a repeat.
+        A question without a claim of its own (a button's) gets one when replicas hand questions over."""
+        if claim is None and self.conversations.claims is not None:
+            claim = f"ask:{uuid.uuid4().hex}"
+        resume = {**asdict(question), "placeholder_ts": placeholder_ts}
+        if claim is not None and not self.claim(claim, resume=resume):
             log.info("already answered %s (a retry or a duplicate event)", claim)
             return False
+        claimed = f"{PLATFORM}:{claim}" if claim is not None else None
+        submitted = False
         refusal = self._refusal(question) or self._reserve(question.user)
-        if refusal is not None:
-            self.messenger.post(question.channel, question.thread_ts, blocks.notice_message(refusal))
-            return True
         try:
-            placeholder = blocks.placeholder_message(question.text, waiting=self.waiting)
-            if placeholder_ts is not None:
-                placeholder_ts = self.messenger.deliver(
-                    question.channel, question.thread_ts, placeholder_ts, placeholder
-                )
-            else:
-                placeholder_ts = self.messenger.post(question.channel, question.thread_ts, placeholder)
-            ts = placeholder_ts
-            self.submit(lambda: self._answer(question, ts), "answering", owner=question.user)
+            if refusal is not None:
+                self.messenger.post(question.channel, question.thread_ts, blocks.notice_message(refusal))
+                return True
+            try:
+                placeholder = blocks.placeholder_message(question.text, waiting=self.waiting)
+                if placeholder_ts is not None:
+                    placeholder_ts = self.messenger.deliver(
+                        question.channel, question.thread_ts, placeholder_ts, placeholder
+                    )
+                else:
+                    placeholder_ts = self.messenger.post(question.channel, question.thread_ts, placeholder)
+                ts = placeholder_ts
+                if claimed is not None and self.conversations.claims is not None and ts is not None:
+                    self.conversations.claims.note(claimed, placeholder_ts=ts)
+                self.submit(lambda: self._answer(question, ts, claimed), "answering", owner=question.user)
+                submitted = True
+            finally:
+                self._release(question.user)
         finally:
-            self._release(question.user)
+            if not submitted:  # refused (and told so), or failed before its answer was queued
+                self.finish_claim(claimed)
         return True
 
     def _reserve(self, user: str) -> str | None:
@@ -283,7 +317,13 @@ class SlackBot:
             return TOO_LONG.format(length=len(question.text), limit=self.settings.max_question_chars)
         return None
 
-    def _answer(self, question: Question, placeholder_ts: str | None) -> None:
+    def _answer(self, question: Question, placeholder_ts: str | None, claimed: str | None = None) -> None:
+        try:
+            self._answer_now(question, placeholder_ts)
+        finally:
+            self.finish_claim(claimed)
+
+    def _answer_now(self, question: Question, placeholder_ts: str | None) -> None:
         self.ready.wait()
         try:
             spaces = self.admin.channel_spaces(question.channel) or None

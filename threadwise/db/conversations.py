@@ -78,11 +78,20 @@ class ExplanationRow(Base):
 
 
 class ProcessedEventRow(Base):
-    """Ids of platform events already handled: Slack re-sends events, we answer once."""
+    """Ids of platform events already handled: Slack re-sends events, we answer once.
+
+    A question being answered also records who answers it (`holder`, a replica) and until when that replica
+    vouches for it (`lease_until`, renewed while it works; NULL once answered), and what another replica needs
+    to answer it in its place (`payload`): db/claims.py, threadwise/handover.py.
+    """
 
     __tablename__ = "processed_events"
     event_key: Mapped[str] = mapped_column(String(128), primary_key=True)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=_now)
+    holder: Mapped[str | None] = mapped_column(String(255), nullable=True)
+    lease_until: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True, index=True)
+    attempts: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    payload: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
 
 
 @dataclass(frozen=True)

@@ -25,6 +25,7 @@ def upgrade(engine: Engine) -> int:
     """Create missing tables and apply additive migrations; never drops data. Returns the schema version."""
     Base.metadata.create_all(engine)
     _add_missing_columns(engine)
+    _add_missing_indexes(engine)
     _widen_strings(engine)
     _drop_retired_columns(engine)
     with Session(engine) as s, s.begin():
@@ -48,6 +49,13 @@ def _add_missing_columns(engine: Engine) -> None:
                 ddl = f'ALTER TABLE {table.name} ADD COLUMN "{col.name}" {col.type.compile(engine.dialect)}'
                 with engine.begin() as conn:
                     conn.execute(text(ddl))
+
+
+def _add_missing_indexes(engine: Engine) -> None:
+    """An index that a newer release declared on an old table is created (create_all makes only new tables')."""
+    for table in Base.metadata.sorted_tables:
+        for index in table.indexes:
+            index.create(engine, checkfirst=True)
 
 
 def _widen_strings(engine: Engine) -> None:

@@ -1,0 +1,187 @@
+"""Exactly once and never silence across replicas: two replicas over one real database (a SQLite file, and
+PostgreSQL), the Slack bot on real HTTP servers, the fake Slack on 127.0.0.1. One replica is a process of its
+own that is killed (kill -9) while it answers; the other finishes its question in the same thread."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.support.fake_slack import FakeSlack
+from tests.support.slack_events import SlackSender
+from tests.support.slack_world import SIGNING_SECRET, Replica, build_world, running_bot
+from threadwise.db.base import make_engine, make_sessions
+from threadwise.db.claims import ClaimStore
+from threadwise.db.schema import upgrade
+from threadwise.handover import INTERRUPTED
+from threadwise.index.store import EvidenceIndex
+
+LAPTOP = "<@UBOT> how do I request a new laptop?"
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    if request.param == "postgresql":
+        return str(request.getfixturevalue("postgres_url"))
+    return f"sqlite:///{tmp_path / 'shared.sqlite'}"
+
+
+@pytest.fixture
+def slack() -> Iterator[FakeSlack]:
+    with FakeSlack(users={"U1": {}}) as fake:
+        yield fake
+
+
+def _claims(url: str) -> ClaimStore:
+    engine = make_engine(url)
+    upgrade(engine)
+    return ClaimStore(sessions=make_sessions(engine))
+
+
+def _mention(ts: str, user: str = "U1") -> dict[str, Any]:
+    return {"type": "app_mention", "user": user, "text": LAPTOP, "ts": ts, "channel": "C1", "event_ts": ts}
+
+
+def _answers(slack: FakeSlack, thread_ts: str) -> list[dict[str, Any]]:
+    """The bot's answers in the thread (messages with an Explain button)."""
+    return [m for m in slack.bot_messages("C1", thread_ts) if "explain" in json.dumps(m.get("blocks", []))]
+
+
+def test_claims_are_renewed_finished_and_taken_over_once(database_url: str) -> None:
+    a, b, c = _claims(database_url), _claims(database_url), _claims(database_url)
+    assert a.claim("slack:T:C:1", "replica-a", 0.5, {"text": "q1"})
+    assert not b.claim("slack:T:C:1", "replica-b", 30, {"text": "q1"})  # answered once
+    assert a.claim("slack:T:C:2", "replica-a", 0.5, {"text": "q2"})
+    a.finish("slack:T:C:2")
+    assert b.orphans("slack:") == []  # live, or answered
+    time.sleep(0.6)  # replica a stops renewing: its open claim runs out
+    [orphan] = b.orphans("slack:")
+    assert (orphan.key, orphan.holder, orphan.payload) == ("slack:T:C:1", "replica-a", {"text": "q1"})
+    assert c.orphans("teams:") == []
+    taken = [b.take_over(orphan, "replica-b", 30), c.take_over(orphan, "replica-c", 30)]
+    assert [t is not None for t in taken] == [True, False]  # one replica adopts it
+    assert taken[0] is not None and taken[0].attempts == 2
+    assert a.renew("replica-a", 30) == 0 and b.renew("replica-b", 30) == 1  # it is b's to renew now
+    assert c.orphans("slack:") == []
+
+
+def test_the_same_event_sent_to_both_replicas_is_answered_once(
+    tmp_path: Path, database_url: str, index: EvidenceIndex, slack: FakeSlack
+) -> None:
+    worlds = [
+        build_world(tmp_path / n, index=index, database_url=database_url, replica=Replica(n))
+        for n in ("replica-a", "replica-b")
+    ]
+    with running_bot(worlds[0], slack) as a, running_bot(worlds[1], slack) as b:
+        stamps = [f"1700000100.{n:06d}" for n in range(6)]
+        sends = [
+            threading.Thread(
+                target=run.send.event, args=(_mention(ts, user=f"U{n}"),), kwargs={"event_id": f"Ev{ts}"}
+            )
+            for n, ts in enumerate(stamps)
+            for run in (a, b)
+        ]
+        for t in sends:
+            t.start()
+        for t in sends:
+            t.join()
+        slack.wait_for(lambda: all(_answers(slack, ts) for ts in stamps), timeout=60)
+        a.bot.wait_idle()
+        b.bot.wait_idle()
+    assert [len(_answers(slack, ts)) for ts in stamps] == [1] * 6
+    assert len(slack.calls_to("chat.postMessage")) == 6  # one placeholder each, then edited into the answer
+    store = _claims(database_url)
+    assert store.orphans("slack:") == [] and store.renew("replica-a", 30) + store.renew("replica-b", 30) == 0
+
+
+def test_a_replica_killed_while_answering_is_relieved_by_the_other(
+    tmp_path: Path, database_url: str, index: EvidenceIndex, slack: FakeSlack
+) -> None:
+    dying = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "tests.support.replica",
+            str(tmp_path / "dying"),
+            database_url,
+            slack.api_url,
+            "1",
+        ],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert dying.stdout is not None
+        url = dying.stdout.readline().strip()
+        assert url.startswith("http://127.0.0.1:"), url
+        ts = "1700000200.000001"
+        sender = SlackSender(url=url, signing_secret=SIGNING_SECRET, team=slack.team_id)
+        assert sender.event(_mention(ts)).status == 200
+        store = _claims(database_url)
+
+        def placeholder_noted() -> bool:  # the placeholder is posted and its ts kept with the claim
+            with store._sessions() as s:
+                from threadwise.db.conversations import ProcessedEventRow
+
+                row = s.get(ProcessedEventRow, f"slack:{slack.team_id}:C1:{ts}")
+                return row is not None and bool((row.payload or {}).get("placeholder_ts"))
+
+        slack.wait_for(placeholder_noted)
+    finally:
+        dying.kill()  # kill -9 mid-answer: no clean-up, no release, nothing said in the thread
+        dying.wait()
+    [placeholder] = slack.calls_to("chat.postMessage")
+    assert _answers(slack, ts) == []
+
+    survivor = build_world(
+        tmp_path / "survivor",
+        index=index,
+        database_url=database_url,
+        replica=Replica("survivor", ttl_s=1.0, sweep_s=0.2),
+    )
+    with running_bot(survivor, slack) as run:
+        slack.wait_for(lambda: _answers(slack, ts))
+        run.bot.wait_idle()
+    [answer] = _answers(slack, ts)
+    assert "IT portal" in json.dumps(answer["blocks"])
+    assert answer["ts"] == placeholder.response["ts"]  # the placeholder the user saw became the answer
+    assert slack.calls_to("chat.postMessage") == []  # since the survivor started: the answer is an edit
+    assert store.orphans("slack:") == []
+    [turn] = survivor.conversations.history(survivor.store.conversations()[0][1])
+    assert turn.question.endswith("new laptop?")
+
+
+def test_a_question_that_outlived_its_replicas_gets_told_to_ask_again(
+    tmp_path: Path, index: EvidenceIndex, slack: FakeSlack
+) -> None:
+    """Two replicas died on it already (or it is too old): the thread hears it was interrupted, not silence."""
+    url = f"sqlite:///{tmp_path / 'shared.sqlite'}"
+    store = _claims(url)
+    payload: dict[str, Any] = {"team": slack.team_id, "channel": "C1", "thread_ts": "1700000300.000001"}
+    payload |= {"user": "U1", "text": "how do I request a new laptop?", "ts": "1700000300.000001"}
+    assert store.claim(f"slack:{slack.team_id}:C1:1700000300.000001", "first", 0.0, payload)
+    orphan = store.orphans("slack:")[0]
+    for holder in ("second", "third"):
+        taken = store.take_over(orphan, holder, 0.0)
+        assert taken is not None
+    old = dict(payload, thread_ts="1700000300.000002", ts="1700000300.000002")
+    assert _claims(url).claim(f"slack:{slack.team_id}:C1:1700000300.000002", "gone", 0.0, old)
+    survivor = build_world(tmp_path, index=index, database_url=url, replica=Replica("survivor", sweep_s=0.2))
+    assert survivor.conversations.claims is not None
+    survivor.conversations.claims.max_age = timedelta(0)  # the second question counts as too old
+    with running_bot(survivor, slack):
+        slack.wait_for(lambda: len(slack.calls_to("chat.postMessage")) == 2)
+    told = [c.params["text"] for c in slack.calls_to("chat.postMessage")]
+    assert all(INTERRUPTED in t for t in told)
+    assert store.orphans("slack:") == []
