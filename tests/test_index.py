@@ -11,7 +11,7 @@ from threadwise.core.retrieve.retriever import (
     keep_ranking_heads,
     reciprocal_rank_fusion,
 )
-from threadwise.core.types import Evidence, Page
+from threadwise.core.types import Evidence, Page, Scope
 from threadwise.index.store import EvidenceIndex
 from threadwise.models.embedders import HashingEmbedder
 
@@ -57,7 +57,7 @@ def top_page(
     index: EvidenceIndex, query: str, mode: str = "hybrid", spaces: list[str] | None = None
 ) -> str | None:
     r = Retriever(index=index, embedder=index.embedder, options=RetrievalOptions(mode=mode))  # type: ignore[arg-type]
-    got = r.retrieve(query, spaces)
+    got = r.retrieve(query, None if spaces is None else Scope.of(spaces))
     return got.evidences[0].page_id if got.evidences else None
 
 

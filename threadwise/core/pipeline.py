@@ -13,7 +13,7 @@ from typing import Any
 from threadwise.core.complete.conversation import past_turn
 from threadwise.core.protocols import Answerer, QuestionCompleter
 from threadwise.core.retrieve.retriever import Retrieval, Retriever
-from threadwise.core.types import Answer, Completion, Evidence, PastTurn
+from threadwise.core.types import Answer, Completion, Evidence, PastTurn, Scope
 
 
 @dataclass(frozen=True)
@@ -26,6 +26,8 @@ class TurnResult:
     answer: Answer
     timings_ms: dict[str, float] = field(default_factory=dict)
     config: dict[str, Any] = field(default_factory=dict)
+    # pages the asker alone may read (outside the conversation's scope) would have been among the evidence
+    withheld: bool = False
 
     @property
     def sources(self) -> list[Evidence]:
@@ -78,15 +80,30 @@ class Pipeline:
         self.config = config or {}
 
     def ask(
-        self, question: str, history: Sequence[PastTurn] = (), spaces: Sequence[str] | None = None
+        self,
+        question: str,
+        history: Sequence[PastTurn] = (),
+        scope: Scope | None = None,
+        *,
+        wider: Scope | None = None,
     ) -> TurnResult:
+        """Answer from the evidence `scope` allows (None: everything). `wider`: what the asker alone may read;
+        when its evidence would have held pages outside `scope`, the result says `withheld` (nothing of them
+        is used or kept: the answer comes from a second retrieval inside `scope`)."""
         timings: dict[str, float] = {}
         t = time.perf_counter()
         completion = self.completer.complete(question, history)
         timings["completion"] = (time.perf_counter() - t) * 1000
 
+        withheld = False
+        if wider is not None and scope is not None:
+            t = time.perf_counter()
+            wide = self.retriever.retrieve(completion.question, wider)
+            withheld = any(not scope.allows(e.space, e.page_id) for e in wide.evidences)
+            timings["withheld_check"] = (time.perf_counter() - t) * 1000
+
         t = time.perf_counter()
-        retrieval = self.retriever.retrieve(completion.question, spaces)
+        retrieval = self.retriever.retrieve(completion.question, scope)
         timings["retrieval"] = (time.perf_counter() - t) * 1000
         timings.update({f"retrieval.{k}": v for k, v in retrieval.timings_ms.items()})
 
@@ -101,4 +118,5 @@ class Pipeline:
             answer=answer,
             timings_ms=timings,
             config=self.config,
+            withheld=withheld,
         )

@@ -16,6 +16,7 @@ from threadwise.core.types import (
     PageFailure,
     PageRef,
     PastTurn,
+    Scope,
     ScoredEvidence,
 )
 
@@ -53,21 +54,18 @@ class Reranker(Protocol):
 
 
 class EvidenceSearch(Protocol):
-    """The index as retrieval sees it: three ranked lookups, each optionally limited to some spaces."""
+    """The index as retrieval sees it: three ranked lookups, each inside a `Scope` (the spaces allowed, the
+    pages hidden from the asker): what is out of scope is left out inside the search, never filtered after."""
 
-    def search_lexical(self, query: str, k: int, spaces: Sequence[str] | None = None) -> list[ScoredEvidence]:
+    def search_lexical(self, query: str, k: int, scope: Scope | None = None) -> list[ScoredEvidence]:
         """BM25 over the contextualized evidence texts."""
         ...
 
-    def search_dense(
-        self, vector: np.ndarray, k: int, spaces: Sequence[str] | None = None
-    ) -> list[ScoredEvidence]:
+    def search_dense(self, vector: np.ndarray, k: int, scope: Scope | None = None) -> list[ScoredEvidence]:
         """Nearest evidences to a query vector (made by the index's own embedder)."""
         ...
 
-    def search_pages(
-        self, query: str, k: int, spaces: Sequence[str] | None = None
-    ) -> list[tuple[str, float]]:
+    def search_pages(self, query: str, k: int, scope: Scope | None = None) -> list[tuple[str, float]]:
         """BM25 over whole pages: (page id, score), best first."""
         ...
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -166,6 +166,30 @@ class RestrictedPage:
 
 
 # --- retrieval
+
+
+@dataclass(frozen=True)
+class Scope:
+    """What a retrieval may look at: the spaces allowed (None: every space; empty: none) and the pages inside
+    them it must not see (the asker may not read them). Applied inside each search, before fusion."""
+
+    spaces: tuple[str, ...] | None = None
+    hidden_pages: frozenset[str] = frozenset()
+
+    @classmethod
+    def of(cls, spaces: Sequence[str] | None = None, hidden_pages: Iterable[str] = ()) -> Scope:
+        return cls(None if spaces is None else tuple(spaces), frozenset(hidden_pages))
+
+    @property
+    def nothing(self) -> bool:
+        """True when no page can be in scope (no space allowed)."""
+        return self.spaces is not None and not self.spaces
+
+    def allows(self, space: str, page_id: str) -> bool:
+        return (self.spaces is None or space in self.spaces) and page_id not in self.hidden_pages
+
+
+EVERYTHING = Scope()
 
 
 @dataclass(frozen=True)

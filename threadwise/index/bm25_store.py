@@ -11,7 +11,7 @@ import os
 import shutil
 import threading
 from array import array
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from pathlib import Path
 
 import bm25s
@@ -47,6 +47,7 @@ class BM25Store:
         self._ids: list[str] = []
         self._spaces: np.ndarray = np.array([], dtype=object)
         self._model: bm25s.BM25 | None = None
+        self._pages: tuple[list[str], np.ndarray] | None = None  # (the ids it was made of, each row's page)
 
     def load(self, generation: int) -> bool:
         """Load the saved index if it was built for `generation` with today's tokenizer."""
@@ -103,8 +104,16 @@ class BM25Store:
         shutil.rmtree(tmp, ignore_errors=True)
         shutil.rmtree(old, ignore_errors=True)
 
-    def search(self, query: str, k: int, spaces: Sequence[str] | None = None) -> list[tuple[str, float]]:
-        """Best rows as (row id, BM25 score), best first; rows with score 0 are left out."""
+    def search(
+        self,
+        query: str,
+        k: int,
+        spaces: Sequence[str] | None = None,
+        hidden_pages: Collection[str] = (),
+    ) -> list[tuple[str, float]]:
+        """Best rows as (row id, BM25 score), best first; rows with score 0 are left out. Only rows of
+        `spaces` (None: all) whose page is not in `hidden_pages` can be found (a weight mask, so the k best
+        are the k best among them)."""
         if self._model is None:
             return []
         vocab = self._model.vocab_dict
@@ -112,12 +121,22 @@ class BM25Store:
         if not known:
             return []
         mask = None
-        if spaces:
+        if spaces is not None:
             mask = np.isin(self._spaces, list(spaces)).astype(np.float32)
-            if not mask.any():
-                return []
+        if hidden_pages:
+            visible = ~np.isin(self._page_ids(), list(hidden_pages))
+            mask = visible.astype(np.float32) if mask is None else mask * visible
+        if mask is not None and not mask.any():
+            return []
         docs, scores = self._model.retrieve(
             [known], k=min(k, len(self._ids)), show_progress=False, weight_mask=mask, n_threads=1
         )
         hits = [(self._ids[int(d)], float(s)) for d, s in zip(docs[0], scores[0], strict=True) if s > 0]
         return sorted(hits, key=lambda h: (-h[1], h[0]))  # equal scores by id: independent of insertion order
+
+    def _page_ids(self) -> np.ndarray:
+        """Each row's page id (an evidence row id is `page:n@hash`; a page row's id is the page id)."""
+        if self._pages is None or self._pages[0] is not self._ids:
+            pages = [rid.rpartition("@")[0].rpartition(":")[0] if "@" in rid else rid for rid in self._ids]
+            self._pages = (self._ids, np.array(pages, dtype=object))
+        return self._pages[1]

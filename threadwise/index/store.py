@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from threadwise.core.protocols import Embedder
-from threadwise.core.types import Evidence, Page, ScoredEvidence
+from threadwise.core.types import EVERYTHING, Evidence, Page, Scope, ScoredEvidence
 from threadwise.index.bm25_store import BM25Store, TokenCorpus
 from threadwise.index.chroma_store import ChromaServer, ChromaStore, CurrentChroma, evidence_from_row, row_id
 from threadwise.index.embedding_cache import EmbedCounts, EmbeddingCache, RowVectors, evidence_vectors
@@ -244,9 +244,12 @@ class EvidenceIndex:
         for pid, (_hash, space, title) in active.items():
             pages.add(pid, space, " ".join([title] * 3 + [t for _, t in sorted(parts[pid])]))
 
-    def search_lexical(self, query: str, k: int, spaces: Sequence[str] | None = None) -> list[ScoredEvidence]:
+    def search_lexical(self, query: str, k: int, scope: Scope | None = None) -> list[ScoredEvidence]:
+        scope = scope or EVERYTHING
+        if scope.nothing:
+            return []
         self._ensure_bm25()
-        found = self._bm25.search(query, k * 2, spaces)
+        found = self._bm25.search(query, k * 2, scope.spaces, scope.hidden_pages)
         active = self.manifest.hashes_of(_page_of(rid) for rid, _s in found)
         pairs = [(rid, s) for rid, s in found if active.get(_page_of(rid)) == _hash_of(rid)][:k]
         by_id: dict[str, tuple[str, dict]] = {}
@@ -255,19 +258,23 @@ class EvidenceIndex:
                 by_id = {rid: (doc, meta) for rid, doc, meta in chroma.get(ids=[p[0] for p in pairs])}
         return [ScoredEvidence(evidence_from_row(*by_id[rid]), s) for rid, s in pairs if rid in by_id]
 
-    def search_pages(
-        self, query: str, k: int, spaces: Sequence[str] | None = None
-    ) -> list[tuple[str, float]]:
+    def search_pages(self, query: str, k: int, scope: Scope | None = None) -> list[tuple[str, float]]:
         """Pages as (page id, BM25 score), best first, by their whole text."""
+        scope = scope or EVERYTHING
+        if scope.nothing:
+            return []
         self._ensure_bm25()
-        found = self._page_bm25.search(query, k, spaces)
+        found = self._page_bm25.search(query, k, scope.spaces, scope.hidden_pages)
         active = self.manifest.hashes_of(pid for pid, _s in found)
         return [(pid, s) for pid, s in found if pid in active]
 
-    def search_dense(
-        self, vector: np.ndarray, k: int, spaces: Sequence[str] | None = None
-    ) -> list[ScoredEvidence]:
-        conditions: list[dict[str, Any]] = [{"space": {"$in": list(spaces)}}] if spaces else []
+    def search_dense(self, vector: np.ndarray, k: int, scope: Scope | None = None) -> list[ScoredEvidence]:
+        scope = scope or EVERYTHING
+        if scope.nothing:
+            return []
+        conditions: list[dict[str, Any]] = [{"space": {"$in": list(scope.spaces)}}] if scope.spaces else []
+        if scope.hidden_pages:  # few: the restricted pages the asker may not read
+            conditions.append({"page_id": {"$nin": sorted(scope.hidden_pages)}})
         if self.row_vectors == "table":  # a row's vector is its table's: the table stands for it
             conditions.append({"kind": {"$ne": "row"}})
         where = conditions[0] if len(conditions) == 1 else {"$and": conditions} if conditions else None

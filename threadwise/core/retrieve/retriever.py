@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from threadwise.core.protocols import Embedder, EvidenceSearch, Reranker
-from threadwise.core.types import Evidence, Hit, ScoredEvidence
+from threadwise.core.types import Evidence, Hit, Scope, ScoredEvidence
 
 Mode = Literal["hybrid", "lexical", "dense"]
 
@@ -148,8 +148,11 @@ class Retriever:
         self.reranker = reranker
         self.options = options or RetrievalOptions()
 
-    def retrieve(self, query: str, spaces: Sequence[str] | None = None) -> Retrieval:
+    def retrieve(self, query: str, scope: Scope | None = None) -> Retrieval:
+        """The evidences for `query` among those `scope` allows (None: everything indexed)."""
         opts = self.options
+        if scope is not None and scope.nothing:
+            return Retrieval(query=query, evidences=[], lexical=[], dense=[], fused=[], reranked=[], pages=[])
         timings: dict[str, float] = {}
         pool: dict[str, Evidence] = {}
 
@@ -157,14 +160,14 @@ class Retriever:
         dense: list[ScoredEvidence] = []
         if opts.mode in ("hybrid", "lexical"):
             t = time.perf_counter()
-            lexical = self.index.search_lexical(query, opts.candidates, spaces)
+            lexical = self.index.search_lexical(query, opts.candidates, scope)
             timings["lexical"] = (time.perf_counter() - t) * 1000
         if opts.mode in ("hybrid", "dense"):
             t = time.perf_counter()
             vector = self.embedder.embed_query(query)
             timings["embed_query"] = (time.perf_counter() - t) * 1000
             t = time.perf_counter()
-            dense = self.index.search_dense(vector, opts.candidates, spaces)
+            dense = self.index.search_dense(vector, opts.candidates, scope)
             timings["dense"] = (time.perf_counter() - t) * 1000
         for s in [*lexical, *dense]:
             pool.setdefault(s.evidence.id, s.evidence)
@@ -172,7 +175,7 @@ class Retriever:
         page_ranking: list[tuple[str, float]] = []
         if opts.mode == "hybrid" and opts.page_weight > 0:
             t = time.perf_counter()
-            page_ranking = self.index.search_pages(query, opts.page_candidates, spaces)
+            page_ranking = self.index.search_pages(query, opts.page_candidates, scope)
             timings["pages"] = (time.perf_counter() - t) * 1000
 
         t = time.perf_counter()
