@@ -7,6 +7,7 @@ Serves what atlassian-python-api and our client use, in the JSON shapes the Conf
   GET {ctx}/rest/api/content/{id}?expand=     one page (body.storage, version, ancestors, metadata.labels, space)
   GET {ctx}/rest/api/content/{id}/restriction/byOperation/read   the page's own read restriction (users and
                                               groups; empty lists: none, the page inherits its ancestors')
+  users, groups and space permissions: see fake_confluence_people.py
   GET {ctx}/rest/api/content/search?cql=      CQL subset: space = / space in (..), type = page,
                                               lastmodified >= "yyyy/MM/dd HH:mm", label in (..), ancestor = ID
 and, with flavor="cloud", Cloud's API v2 (cursor paging; v1 reads other than CQL search and restrictions, which
@@ -44,6 +45,7 @@ from typing import Any
 from urllib.parse import parse_qs, urlencode, urlparse
 
 from tests.support.fake_confluence_pages import FakePage, cql_matches, load_pages, tree_wiki
+from tests.support.fake_confluence_people import People
 
 __all__ = ["FakeConfluence", "FakePage", "Faults", "load_pages", "tree_wiki"]
 
@@ -100,6 +102,7 @@ class FakeConfluence:
         self.space_names = space_names or {}
         self.extra_spaces: set[str] = set()  # spaces without pages
         self.faults = Faults()
+        self.people = People()  # users, groups and who may view each space
         self.requests: list[Request] = []
         self._rng = random.Random(self.faults.seed)
         self._lock = threading.Lock()
@@ -248,11 +251,9 @@ class FakeConfluence:
     def read_restriction_json(self, page: FakePage) -> dict[str, Any]:
         """`GET .../restriction/byOperation/read` as Confluence answers it: users and groups named in the
         page's own read restriction; both lists empty when it has none (it inherits, it is not "nobody")."""
-        users = [
-            {"type": "known", "username": u, "userKey": f"key-{u}", "accountId": f"acc-{u}", "displayName": u}
-            for u in page.read_users
-        ]
-        groups = [{"type": "group", "name": g, "id": f"grp-{g}"} for g in page.read_groups]
+        cloud = self.flavor == "cloud"  # Cloud names users by account id only, and groups carry their id
+        users = [self.people.user_json(u, cloud=cloud, with_email=False) for u in page.read_users]
+        groups = [self.people.group_json(g, cloud=cloud) for g in page.read_groups]
         self_link = f"{self.url}/rest/api/content/{page.id}/restriction/byOperation/read"
         return {
             "operation": "read",
@@ -305,6 +306,9 @@ class FakeConfluence:
     def answer(self, path: str, query: dict[str, str]) -> tuple[int, Any]:
         """Route an authenticated API GET; returns (status, JSON body)."""
         with self._lock:
+            people = self.people.answer(self, path, query)
+            if people is not None:
+                return people
             if self.flavor == "cloud":
                 if path.startswith("/api/v2/"):
                     return self._answer_v2(path, query)

@@ -11,11 +11,11 @@ not depend on either class's helpers, only on the authenticated GETs of `RestSes
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+from threadwise.connectors.confluence_permissions import Directory, PermissionReader
 from threadwise.connectors.confluence_rest import (
     NOT_CONFIGURED,
     ConfluenceAccessError,
@@ -149,38 +149,31 @@ class ConfluenceClient:
         A level whose restrictions cannot be read (403, 500, any error) counts as restricted, never as open.
         Each page and ancestor is asked once, by `workers` threads (REST v1 on Data Center and Cloud alike).
         """
-        levels = list(dict.fromkeys(pid for ref in refs for pid in (*ref.ancestor_ids, ref.id)))
-        with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
-            answers = pool.map(lambda pid: self._own_read_restriction(pid, space), levels)
-            own = dict(zip(levels, answers, strict=True))
+        readers = self.permissions.page_readers(refs, space=space, directory=Directory(), workers=workers)
+        titles = {
+            pid: title for ref in refs for pid, title in zip(ref.ancestor_ids, ref.ancestors, strict=False)
+        }
         found = []
-        for ref in refs:
-            chain = zip((*ref.ancestor_ids, ref.id), (*ref.ancestors, ref.title), strict=False)
-            for pid, title in chain:
-                why = own[pid]
-                if why:
-                    where = "the page itself" if pid == ref.id else f"its ancestor {title!r}"
-                    found.append(RestrictedPage(ref.id, ref.title, f"{why} on {where}"))
-                    break
+        for r in readers:
+            if r.levels:
+                level = r.levels[0]
+                why = level.error or "read restriction"
+                where = (
+                    "the page itself"
+                    if level.page_id == r.page_id
+                    else f"its ancestor {titles.get(level.page_id, level.page_id)!r}"
+                )
+                found.append(RestrictedPage(r.page_id, r.title, f"{why} on {where}"))
         return found
 
-    def _own_read_restriction(self, page_id: str, space: str) -> str:
-        """Why the page's own read restriction makes it restricted ("" when it has none: it inherits)."""
-        path = f"rest/api/content/{page_id}/restriction/byOperation/read"
-        params = {"expand": "restrictions.user,restrictions.group"}
-        try:
-            r = self._rest.get_json(
-                path, params, what=f"the read restrictions of page {page_id}", space=space
-            )
-            restrictions = r.get("restrictions") or {}
-            named = [restrictions.get(kind) or {} for kind in ("user", "group")]
-        except ConfluenceError as e:
-            return f"read restrictions could not be read, so treated as restricted ({e})"
-        except (AttributeError, TypeError, ValueError) as e:
-            return f"read restrictions came back unreadable, so treated as restricted ({e!r})"
-        if any(n.get("results") or n.get("size") for n in named if isinstance(n, dict)):
-            return "read restriction"
-        return ""
+    @property
+    def permissions(self) -> PermissionReader:
+        """Who may read what: restrictions with their users and groups, space permissions, group members."""
+        return PermissionReader(rest=self._rest, cloud=self.settings.is_cloud)
+
+    def space_id(self, key: str) -> str:
+        """Cloud's numeric id of a space (v2 paths name spaces by id); "" on Data Center."""
+        return self._cloud_space(key).id if self.settings.is_cloud else ""
 
     # ----- pages -----
     def get_page(
