@@ -134,8 +134,7 @@ def test_cloud_reads_restrictions_through_v1(tmp_path: Path) -> None:
 def test_the_policy_setting() -> None:
     assert load_settings(env={}).permissions == "open-pages"
     assert load_settings(env={"THREADWISE_PERMISSIONS": "OFF"}).permissions == "off"
-    with pytest.raises(ValueError, match="per-user is not available yet"):
-        load_settings(env={"THREADWISE_PERMISSIONS": "per-user"})
+    assert load_settings(env={"THREADWISE_PERMISSIONS": "Per-User"}).permissions == "per-user"
     with pytest.raises(ValueError, match="is not a policy"):
         load_settings(env={"THREADWISE_PERMISSIONS": "everyone"})
 
@@ -183,11 +182,3 @@ def test_cli_sync_status_and_ask(
         assert docs["restricted_pages"] == 0 and docs["pages"] == 6
         assert "113" in sources and "15 minutes" in answer  # the same question, answered from the page
         assert "! Permissions: THREADWISE_PERMISSIONS=off" in doctor
-
-
-def test_cli_refuses_per_user_at_start(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
-    monkeypatch.setenv("THREADWISE_PERMISSIONS", "per-user")
-    code, out = run(capsys, tmp_path, "status")
-    assert code == 2 and "per-user is not available yet" in out and "Traceback" not in out

@@ -9,20 +9,23 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 from threadwise.core.attribute.attribution import DEFAULT_MAX_WORKERS, explain
 from threadwise.core.attribute.explanation import Explanation, render_explanation
 from threadwise.core.complete.conversation import conversation_history, past_turn
-from threadwise.core.pipeline import Pipeline, TurnResult
+from threadwise.core.pipeline import Pipeline
 from threadwise.core.protocols import ChatError, Embedder, ModelServerError
-from threadwise.core.types import Answer, Evidence
-from threadwise.db.conversations import ConversationStore, StoredTurn, ThreadKey
+from threadwise.core.types import Answer, Evidence, Scope
+from threadwise.db.conversations import ConversationStore, ThreadKey
 from threadwise.handover import ClaimKeeper
 from threadwise.index.store import EvidenceIndex
+from threadwise.permissions import Asker, PermissionService
 from threadwise.redact import redact_endpoints
 from threadwise.trace_render import render_trace
+from threadwise.turn_views import ExplainView, SourceView, TurnView, page_groups, source_dicts, turn_view
+
+__all__ = ["ConversationService", "ExplainView", "SourceView", "TurnView", "page_groups"]
 
 log = logging.getLogger(__name__)
 
@@ -34,111 +37,6 @@ EMPTY_INDEX = (
 LLM_DOWN = "I couldn't reach the language model just now. Please try again in a minute."
 MODEL_SERVER_DOWN = "I couldn't reach the search models just now. Please try again in a minute."
 FAILED = "Something went wrong while answering ({reason}). The error is logged; please try again."
-
-
-@dataclass(frozen=True)
-class SourceView:
-    number: int  # 1-based, as cited: [Source N]
-    evidence_id: str
-    page_id: str
-    title: str
-    url: str
-    space: str
-    kind: str
-    label: str
-    text: str
-    last_modified: str
-    cited: bool
-    scores: dict[str, float] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class TurnView:
-    turn_id: int
-    conversation_id: int
-    question: str
-    completed_question: str
-    answer: str
-    not_found: bool
-    error: str | None
-    sources: list[SourceView]
-    cited: list[int]
-    follow_ups: list[str]
-    timings_ms: dict[str, float]
-
-    @property
-    def cited_sources(self) -> list[SourceView]:
-        """Cited sources first (in citation order), the user sees these before the rest."""
-        by_number = {s.number: s for s in self.sources}
-        return [by_number[n] for n in self.cited if n in by_number]
-
-
-def page_groups(sources: Sequence[SourceView]) -> list[tuple[list[int], SourceView]]:
-    """Sources grouped by page, in the order given: ([1, 3], first source of that page). Every front end lists
-    sources this way, so a page retrieved five times is named once."""
-    groups: dict[str, tuple[list[int], SourceView]] = {}
-    for s in sources:
-        groups.setdefault(s.page_id or s.url or s.title, ([], s))[0].append(s.number)
-    return list(groups.values())
-
-
-@dataclass(frozen=True)
-class ExplainView:
-    turn_id: int
-    text: str
-    result: dict[str, Any]
-    cached: bool
-    error: str | None = None
-
-
-def _source_dicts(result: TurnResult) -> list[dict[str, Any]]:
-    r = result.retrieval
-    lex = {h.evidence_id: h for h in r.lexical}
-    den = {h.evidence_id: h for h in r.dense}
-    fin = {h.evidence_id: h for h in r.final}
-    out = []
-    for n, e in enumerate(r.evidences, start=1):
-        scores = {"final": fin[e.id].score if e.id in fin else 0.0}
-        if e.id in lex:
-            scores.update(lexical=lex[e.id].score, lexical_rank=lex[e.id].rank)
-        if e.id in den:
-            scores.update(dense=den[e.id].score, dense_rank=den[e.id].rank)
-        out.append({"number": n, **e.to_dict(), "label": e.label, "scores": scores})
-    return out
-
-
-def _view(turn: StoredTurn) -> TurnView:
-    cited = set(turn.cited)
-    sources = [
-        SourceView(
-            number=s["number"],
-            evidence_id=s["evidence_id"],
-            page_id=s["page_id"],
-            title=s["title"],
-            url=s["url"],
-            space=s["space"],
-            kind=s["kind"],
-            label=s["label"],
-            text=s["text"],
-            last_modified=s.get("last_modified", ""),
-            cited=s["number"] in cited,
-            scores=dict(s.get("scores", {})),
-        )
-        for s in turn.sources
-    ]
-    return TurnView(
-        turn_id=turn.id,
-        conversation_id=turn.conversation_id,
-        question=turn.question,
-        completed_question=turn.completed_question,
-        answer=turn.answer,
-        not_found=turn.not_found,
-        error=turn.error,
-        sources=sources,
-        cited=list(turn.cited),
-        follow_ups=list(turn.follow_ups),
-        timings_ms=dict(turn.timings),
-    )
 
 
 class ConversationService:
@@ -154,10 +52,13 @@ class ConversationService:
         counterfactual_answerer: Callable[[], Any] | None = None,
         explain_workers: int = DEFAULT_MAX_WORKERS,
         claims: ClaimKeeper | None = None,
+        permissions: PermissionService | None = None,
     ) -> None:
-        """`claims`: questions in progress recorded for other replicas to take over if this one dies."""
+        """`claims`: questions in progress recorded for other replicas to take over if this one dies.
+        `permissions`: who may read what (None: everyone may read everything indexed)."""
         self.pipeline = pipeline
         self.claims = claims
+        self.permissions = permissions
         self.store = store
         self.index = index
         # Explain compares texts with this one (default: the index's); the index's vectors are reused if the same
@@ -177,9 +78,12 @@ class ConversationService:
         user: str = "",
         spaces: Sequence[str] | None = None,
         thread_messages: Sequence[str] = (),
+        asker: Asker | None = None,
     ) -> TurnView:
         """Answer `question` in the thread `key`. `thread_messages`: what people said in the thread besides
-        the questions already answered, oldest first; it completes the question like earlier turns do."""
+        the questions already answered, oldest first; it completes the question like earlier turns do.
+        `asker`: who asks and whether the conversation is private (None: an unknown person); under the
+        per-user policy it decides which pages may answer (`PermissionService.scope_for`)."""
         conversation_id = self.store.conversation_id(key, started_by=user)
         assert conversation_id is not None
         answered = (
@@ -194,16 +98,19 @@ class ConversationService:
         )
         history = conversation_history(answered, said=thread_messages)
         fields: dict[str, Any]
+        withheld = False
         try:
             if self.index.count() == 0:
                 raise _Reply(EMPTY_INDEX)
-            result = self.pipeline.ask(question, history, spaces)
+            scope, wider = self._scopes(asker, spaces)
+            result = self.pipeline.ask(question, history, scope, wider=wider)
+            withheld = result.withheld
             fields = {
                 "completed_question": result.completion.question,
                 "answer": result.answer.text,
                 "not_found": result.answer.not_found,
                 "error": None,
-                "sources": _source_dicts(result),
+                "sources": source_dicts(result),
                 "cited": list(result.answer.cited),
                 "follow_ups": list(result.answer.follow_ups),
                 "trace": {**result.trace(), "thread_messages": list(thread_messages)},
@@ -226,7 +133,16 @@ class ConversationService:
         turn_id = self.store.add_turn(conversation_id, asked_by=user, question=question, **fields)
         turn = self.store.turn(turn_id)
         assert turn is not None
-        return _view(turn)
+        return turn_view(turn, withheld=withheld)
+
+    def _scopes(self, asker: Asker | None, spaces: Sequence[str] | None) -> tuple[Scope, Scope | None]:
+        """The scope of this conversation, and (not private, asker known) what the asker alone may read."""
+        if self.permissions is None:
+            return Scope.of(spaces), None
+        scope = self.permissions.scope_for(asker, spaces)
+        if not self.permissions.per_user or asker is None or asker.private or not asker.email:
+            return scope, None
+        return scope, self.permissions.scope_for(Asker(asker.email, private=True), spaces)
 
     @staticmethod
     def _failed(question: str, message: str, *, reason: str) -> dict[str, Any]:
@@ -250,18 +166,18 @@ class ConversationService:
 
     def get_turn(self, turn_id: int) -> TurnView | None:
         turn = self.store.turn(turn_id)
-        return _view(turn) if turn else None
+        return turn_view(turn) if turn else None
 
     def turn_in(self, turn_id: int, key: ThreadKey) -> TurnView | None:
         """The turn if it was answered in the conversation `key`, else None (buttons check where they are)."""
         turn = self.store.turn(turn_id)
         if turn is None or self.store.conversation_key(turn.conversation_id) != key:
             return None
-        return _view(turn)
+        return turn_view(turn)
 
     def history(self, key: ThreadKey) -> list[TurnView]:
         cid = self.store.conversation_id(key, create=False)
-        return [_view(t) for t in self.store.turns(cid)] if cid is not None else []
+        return [turn_view(t) for t in self.store.turns(cid)] if cid is not None else []
 
     def claim_event(self, event_key: str, *, resume: dict[str, Any] | None = None) -> bool:
         """True the first time a platform event is seen: retried or doubled events are answered once.

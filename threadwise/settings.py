@@ -33,7 +33,9 @@ class Settings:
     similarity_embedder: str | None
     reranker_model: str | None  # bge-reranker hub id or local directory; None: no re-ranking
     top_k: int
-    permissions: str = "open-pages"  # THREADWISE_PERMISSIONS: open-pages | off (see `permissions_policy`)
+    permissions: str = (
+        "open-pages"  # THREADWISE_PERMISSIONS: open-pages | per-user | off (`permissions_policy`)
+    )
 
     def get(self, name: str, default: str = "") -> str:
         return self.env.get(name, default)
@@ -66,22 +68,19 @@ def env_list(env: Mapping[str, str], name: str) -> tuple[str, ...]:
     return tuple(item.strip() for item in env.get(name, "").split(",") if item.strip())
 
 
-PERMISSION_POLICIES = ("open-pages", "off")
+PERMISSION_POLICIES = ("open-pages", "per-user", "off")
 
 
 def permissions_policy(env: Mapping[str, str]) -> str:
     """THREADWISE_PERMISSIONS: `open-pages` (the default: pages with a read restriction on themselves or an
-    ancestor are never indexed) or `off` (every page is indexed; for a wiki that is entirely public)."""
+    ancestor are never indexed), `per-user` (every page is indexed with its readers; each asker gets what
+    Confluence lets them read, a channel what everyone there may) or `off` (every page, for everyone: for a
+    wiki that is entirely public)."""
     value = env.get("THREADWISE_PERMISSIONS", "").strip().lower() or "open-pages"
-    if value == "per-user":
-        raise ConfigError(
-            "THREADWISE_PERMISSIONS=per-user is not available yet (answers filtered by who asks); "
-            "use open-pages (the default: restricted pages are never indexed) or off"
-        )
     if value not in PERMISSION_POLICIES:
         raise ConfigError(
             f"THREADWISE_PERMISSIONS={env['THREADWISE_PERMISSIONS']!r} is not a policy: use "
-            f"{' or '.join(PERMISSION_POLICIES)}"
+            f"{', '.join(PERMISSION_POLICIES)}"
         )
     return value
 

@@ -27,6 +27,7 @@ if TYPE_CHECKING:  # the types only: these modules load late, when a command fir
     from threadwise.handover import ClaimKeeper
     from threadwise.index.store import EvidenceIndex
     from threadwise.models.llm_settings import LLMSettings
+    from threadwise.permissions import PermissionService
     from threadwise.sync.admin import AdminService
     from threadwise.sync.leader import LeaderElection, SyncLock
     from threadwise.sync.scheduler import SyncScheduler
@@ -274,7 +275,15 @@ class Threadwise:
             similarity_embedder=self.similarity_embedder,
             counterfactual_answerer=lambda: self.counterfactual_answerer,
             claims=self.claims,
+            permissions=self.permissions,
         )
+
+    @cached_property
+    def permissions(self) -> PermissionService:
+        """Who may read what (THREADWISE_PERMISSIONS; per-user reads the readers the syncs stored)."""
+        from threadwise.permissions import PermissionService
+
+        return PermissionService(policy=self.settings.permissions, sessions=self.sessions)
 
     # ----- Confluence, sync, admin -----
     @cached_property
@@ -333,4 +342,10 @@ class Threadwise:
         from threadwise.sync.scheduler import SyncScheduler
 
         minutes = float(self.settings.get("THREADWISE_SYNC_INTERVAL_MINUTES", "30"))
-        return SyncScheduler(admin=self.admin, interval_minutes=minutes, leader=self.leader)
+        permission_minutes = float(self.settings.get("THREADWISE_PERMISSION_SYNC_MINUTES", "30"))
+        return SyncScheduler(
+            admin=self.admin,
+            interval_minutes=minutes,
+            leader=self.leader,
+            permission_interval_minutes=permission_minutes,
+        )

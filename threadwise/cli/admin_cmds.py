@@ -52,6 +52,13 @@ def register(subparsers: Any, build: Build) -> None:
     p.add_argument(
         "--exclude-label", metavar="L", action="append", default=[], help="skip pages with this label"
     )
+    p.add_argument(
+        "--everyone-may-view",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="declare that everyone with access to the bot may view this space: under "
+        "THREADWISE_PERMISSIONS=per-user its unrestricted pages may answer in channels",
+    )
     p.set_defaults(func=command(_spaces_add))
     p = actions.add_parser("remove", help="stop syncing a space and purge its evidence")
     p.add_argument("key")
@@ -60,6 +67,12 @@ def register(subparsers: Any, build: Build) -> None:
     p = subparsers.add_parser("sync", help="sync one space or all configured spaces now")
     p.add_argument("key", nargs="?", help="space key (default: all configured spaces)")
     p.add_argument("--full", action="store_true", help="fetch every page, not only what changed")
+    p.add_argument(
+        "--permissions",
+        action="store_true",
+        help="re-read restrictions, space permissions and group members only, and apply them (nothing "
+        "is fetched or embedded)",
+    )
     p.set_defaults(func=command(_sync))
 
     p = subparsers.add_parser("status", help="per space: pages, evidences, last sync and its result")
@@ -77,13 +90,23 @@ def _spaces_list(admin: AdminService, args: argparse.Namespace) -> int:
         print("No spaces configured. Add one with: threadwise spaces add KEY")
     for c in configs:
         state = "" if c.enabled else "  (disabled)"
-        print(f"{c.key}\t{c.name}\t{c.scope.describe()}{state}")
+        view = "\teveryone may view" if c.everyone_may_view else ""
+        print(f"{c.key}\t{c.name}\t{c.scope.describe()}{view}{state}")
     return 0
 
 
 def _spaces_add(admin: AdminService, args: argparse.Namespace) -> int:
-    config = admin.add_space(args.key, parent_id=args.parent, exclude_labels=args.exclude_label)
-    print(f"Added {config.scope.describe()} ({config.name}). Index it now with: threadwise sync {config.key}")
+    config = admin.add_space(
+        args.key,
+        parent_id=args.parent,
+        exclude_labels=args.exclude_label,
+        everyone_may_view=args.everyone_may_view,
+    )
+    view = "; everyone with access to the bot may view it" if config.everyone_may_view else ""
+    print(
+        f"Added {config.scope.describe()} ({config.name}){view}. "
+        f"Index it now with: threadwise sync {config.key}"
+    )
     return 0
 
 
@@ -96,6 +119,8 @@ def _spaces_remove(admin: AdminService, args: argparse.Namespace) -> int:
 def _sync(admin: AdminService, args: argparse.Namespace) -> int:
     from threadwise.cli.progress import ProgressBar
 
+    if args.permissions:
+        return _sync_permissions(admin, args)
     reports = admin.sync(
         args.key,
         full=args.full,
@@ -115,6 +140,18 @@ def _sync(admin: AdminService, args: argparse.Namespace) -> int:
     partial = [r.space for r in reports if r.status == "partial"]
     if partial:  # a script (cron, CI) must see that some pages are not in the index
         return print_error(f"some pages of {', '.join(partial)} could not be synced (listed above)", 1)
+    return 0
+
+
+def _sync_permissions(admin: AdminService, args: argparse.Namespace) -> int:
+    reports = admin.sync_permissions(args.key)
+    if not reports:
+        print("No spaces configured. Add one with: threadwise spaces add KEY")
+    for report in reports:
+        print(report.summary())
+    failed = [r.space for r in reports if r.status in ("failed", "busy")]
+    if failed:
+        return print_error(f"the permission sync of {', '.join(failed)} did not finish (see above)", 1)
     return 0
 
 
@@ -138,6 +175,8 @@ def _status(admin: AdminService, args: argparse.Namespace) -> int:
 def format_status(s: SpaceStatus) -> str:
     """A few readable lines about one space."""
     lines = [f"{s.key} ({s.name}): {s.pages} pages, {s.evidences} evidences; {s.scope}"]
+    if s.everyone_may_view:
+        lines.append("  everyone with access to the bot may view it (declared by an admin)")
     if s.restricted_pages:
         lines.append(f"  {s.restricted_pages} pages left out as restricted (see status --json for which)")
     run = s.last_run

@@ -23,6 +23,9 @@ if TYPE_CHECKING:
 
 Build = Callable[[], Threadwise]
 
+# what the asker alone is told when pages only they may read would have answered in a shared conversation
+WITHHELD_HINT = "(Some pages only you may read would have helped with this answer: ask me in a direct message to use them.)"
+
 
 def register(sub: Any, build: Build) -> None:
     p = sub.add_parser("chat", help="a conversation in the terminal (the sample wiki, or --docs DIR)")
@@ -39,6 +42,19 @@ def register(sub: Any, build: Build) -> None:
     p.add_argument("--thread", help="continue the conversation with this id")
     p.add_argument("--docs", type=Path, help="answer from this folder of pages instead of the synced index")
     p.add_argument("--json", action="store_true", help="print JSON for scripts")
+    p.add_argument(
+        "--as",
+        dest="as_email",
+        metavar="EMAIL",
+        help="ask as this person (their chat e-mail): under THREADWISE_PERMISSIONS=per-user the answer uses "
+        "only what Confluence lets them read (default: an unknown person)",
+    )
+    p.add_argument(
+        "--channel",
+        action="store_true",
+        help="ask as in a channel others can see, not in a direct message (per-user: only pages everyone "
+        "there may read)",
+    )
     p.set_defaults(func=lambda a: ask(a, build))
 
     p = sub.add_parser("trace", help="print the trace of an answered turn")
@@ -234,8 +250,14 @@ def ask(args: argparse.Namespace, build: Build) -> int:
 
     app = use_docs(build(), args.docs)  # like chat: the sample wiki when nothing is synced yet
     thread = args.thread or uuid.uuid4().hex[:12]
+    from threadwise.permissions import Asker
+
+    asker = Asker(email=args.as_email, private=not args.channel)
     view = app.conversations.ask(
-        ThreadKey("cli", "local", "ask", thread), args.question, user=getpass.getuser()
+        ThreadKey("cli", "local", "ask", thread),
+        args.question,
+        user=args.as_email or getpass.getuser(),
+        asker=asker,
     )
     if args.json:
         source = ("page_id", "title", "url", "space", "kind", "label", "number")
@@ -253,6 +275,7 @@ def ask(args: argparse.Namespace, build: Build) -> int:
                     "sources": [{k: getattr(s, k) for k in source} for s in view.sources],
                     "follow_ups": view.follow_ups,
                     "timings_ms": view.timings_ms,
+                    "withheld": view.withheld,
                 },
                 ensure_ascii=False,
                 indent=2,
@@ -261,6 +284,8 @@ def ask(args: argparse.Namespace, build: Build) -> int:
     else:
         hint = f"details: threadwise trace {view.turn_id}; a follow-up: threadwise ask … --thread {thread}"
         print(render_turn(view, hint=hint))
+        if view.withheld:
+            print(WITHHELD_HINT)
     return print_error(view.error, 1) if view.error else 0
 
 

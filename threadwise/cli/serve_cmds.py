@@ -186,6 +186,21 @@ def _permissions_check(tw: Threadwise) -> Check:
             "the bot may get answers from them; keep it only for a wiki that is entirely public",
             warning=True,
         )
+    if tw.settings.permissions == "per-user":
+        unmapped = tw.permissions.unmapped_users()
+        declared = [c.key for c in tw.admin.list_spaces() if c.everyone_may_view]
+        text = (
+            "per-user: each asker gets the pages Confluence lets them read; channels only unrestricted pages "
+            f"of spaces declared 'everyone may view' ({', '.join(declared) or 'none declared'})"
+        )
+        if unmapped:
+            names = ", ".join(unmapped[:5]) + (" …" if len(unmapped) > 5 else "")
+            word = "user cannot" if len(unmapped) == 1 else "users cannot"
+            text += (
+                f"; {len(unmapped)} Confluence {word} be mapped to a chat user, as Confluence shows no "
+                f"e-mail address (Cloud privacy settings): {names}"
+            )
+        return Check("Permissions", True, text, warning=bool(unmapped))
     left_out = sum(s.restricted_pages for s in tw.admin.status())
     return Check(
         "Permissions",

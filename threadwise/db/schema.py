@@ -12,6 +12,7 @@ from sqlalchemy.orm import Session
 import threadwise.db.conversations  # noqa: F401  (importing a table module registers its tables on Base)
 import threadwise.db.index_tables  # noqa: F401
 import threadwise.db.leases  # noqa: F401
+import threadwise.db.permission_tables  # noqa: F401
 import threadwise.db.sync_tables  # noqa: F401
 from threadwise.db.base import SCHEMA_VERSION, Base, SchemaInfo
 

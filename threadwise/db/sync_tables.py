@@ -36,6 +36,9 @@ class SyncedSpaceRow(Base):
     added_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     added_by: Mapped[str] = mapped_column(String(255), default="")
     enabled: Mapped[bool] = mapped_column(Boolean, default=True)
+    # the admin declares that everyone with access to the bot may view this space: under per-user, its pages
+    # that are not restricted beyond the space may answer in channels (nullable: added by an upgrade)
+    everyone_may_view: Mapped[bool | None] = mapped_column(Boolean, nullable=True, default=False)
 
 
 class SpaceSyncStateRow(Base):

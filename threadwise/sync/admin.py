@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import delete, select
 from sqlalchemy.orm import Session, sessionmaker
@@ -22,6 +22,9 @@ from threadwise.index.store import EvidenceIndex
 from threadwise.sync.leader import SyncBusy, SyncLock
 from threadwise.sync.store import FOLDER_TRIGGER, INTERRUPTED, SyncStore, process_gone
 from threadwise.sync.sync import Progress, SpaceSyncer, SyncBusyError, SyncReport
+
+if TYPE_CHECKING:
+    from threadwise.sync.permission_sync import PermissionReport
 
 
 class AdminError(ThreadwiseError, ValueError):
@@ -42,6 +45,7 @@ class SpaceConfig:
     exclude_labels: tuple[str, ...]
     added_at: datetime | None
     enabled: bool
+    everyone_may_view: bool = False  # the admin's declaration (per-user: its open pages answer in channels)
 
     @property
     def scope(self) -> SpaceScope:
@@ -103,6 +107,7 @@ class SpaceStatus:
     # pages the last completed sync left out as restricted (THREADWISE_PERMISSIONS=open-pages), with why
     restricted_pages: int = 0
     left_out: tuple[RestrictedPage, ...] = ()
+    everyone_may_view: bool = False  # declared by the admin (per-user: open pages answer in channels)
 
     def to_json(self) -> dict[str, Any]:
         return {"kind": "space", **_plain(asdict(self))}
@@ -180,8 +185,11 @@ class AdminService:
         parent_id: str | None = None,
         exclude_labels: Iterable[str] = (),
         added_by: str = "",
+        everyone_may_view: bool | None = None,
     ) -> SpaceConfig:
-        """Add a space (or change the scope of one already added), after checking it with Confluence."""
+        """Add a space (or change the scope of one already added), after checking it with Confluence.
+        `everyone_may_view`: the admin declares that everyone with access to the bot may view the space (None:
+        leave the declaration as it is)."""
         key, parent_id = key.strip(), (parent_id or "").strip() or None
         labels = sorted({lbl.strip() for lbl in exclude_labels if lbl.strip()})
         try:
@@ -195,7 +203,16 @@ class AdminService:
         with self.sessions() as s, s.begin():
             row = s.get(SyncedSpaceRow, key) or SyncedSpaceRow(key=key, added_by=added_by)
             row.name, row.parent_id, row.exclude_labels, row.enabled = info.name, parent_id, labels, True
+            if everyone_may_view is not None:
+                row.everyone_may_view = everyone_may_view
             s.add(row)
+        return self._configured(key)
+
+    def set_everyone_may_view(self, key: str, value: bool) -> SpaceConfig:
+        """Declare (or withdraw) that everyone with access to the bot may view a configured space."""
+        self._configured(key)
+        with self.sessions() as s, s.begin():
+            s.get_one(SyncedSpaceRow, key).everyone_may_view = value
         return self._configured(key)
 
     def _unknown_space_message(self, key: str) -> str:
@@ -284,6 +301,17 @@ class AdminService:
             for c in spaces
         ]
 
+    def sync_permissions(self, key: str | None = None) -> list[PermissionReport]:
+        """Re-read and apply the permissions of one configured space, or every enabled one (nothing embedded)."""
+        from threadwise.sync.permission_sync import PermissionSyncer
+
+        spaces = [self._configured(key)] if key else [c for c in self.list_spaces() if c.enabled]
+        _ = self.client  # raises the "not configured" AdminError
+        if self.syncer is None:
+            raise AdminError("no sync service was configured")
+        syncer = PermissionSyncer(syncer=self.syncer)
+        return [syncer.sync(c.scope) for c in spaces]
+
     # ----- status -----
     def status(self) -> list[SpaceStatus]:
         configs = {c.key: c for c in self.list_spaces()}
@@ -313,6 +341,7 @@ class AdminService:
             last_success_at=state.cursor,
             restricted_pages=len(state.restricted),
             left_out=state.restricted,
+            everyone_may_view=bool(config and config.everyone_may_view),
         )
 
     # ----- per-channel spaces -----
@@ -344,4 +373,5 @@ def _config(row: SyncedSpaceRow) -> SpaceConfig:
         exclude_labels=tuple(row.exclude_labels or ()),
         added_at=as_utc(row.added_at),
         enabled=row.enabled,
+        everyone_may_view=bool(row.everyone_may_view),
     )

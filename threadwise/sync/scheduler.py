@@ -25,6 +25,7 @@ from threadwise.sync.sync import SyncReport
 log = logging.getLogger(__name__)
 
 JOB_ID = "confluence-sync"
+PERMISSION_JOB_ID = "confluence-permission-sync"
 
 
 class Leadership(Protocol):
@@ -45,12 +46,16 @@ class SyncScheduler:
         interval_minutes: float = 30.0,
         on_reports: Callable[[list[SyncReport]], None] | None = None,
         leader: Leadership | None = None,
+        permission_interval_minutes: float = 30.0,
     ) -> None:
         """`on_reports` is called after each run with its reports (e.g. to refresh the Slack Home tab).
-        `leader`: scheduled runs happen only while it says this replica leads; None: always (one process)."""
+        `leader`: scheduled runs happen only while it says this replica leads; None: always (one process).
+        `permission_interval_minutes`: how often the permission sync runs (0: never; it also does nothing
+        under THREADWISE_PERMISSIONS=off)."""
         self.admin = admin
         self.leader = leader
         self.interval = timedelta(minutes=interval_minutes)
+        self.permission_interval = timedelta(minutes=permission_interval_minutes)
         self.on_reports = on_reports
         self.last_reports: list[SyncReport] = []
         self._scheduler = BackgroundScheduler(timezone=UTC)
@@ -75,6 +80,16 @@ class SyncScheduler:
             replace_existing=True,
             **first_run,
         )
+        if self.permission_interval.total_seconds() > 0:
+            self._scheduler.add_job(
+                self._run_permissions,
+                IntervalTrigger(seconds=self.permission_interval.total_seconds(), timezone=UTC),
+                id=PERMISSION_JOB_ID,
+                max_instances=1,
+                coalesce=True,
+                misfire_grace_time=None,
+                replace_existing=True,
+            )
         self._scheduler.start()
 
     def _elected(self) -> None:
@@ -121,3 +136,17 @@ class SyncScheduler:
         self.last_reports = reports
         if self.on_reports is not None:
             self.on_reports(reports)
+
+    def _run_permissions(self) -> None:
+        """Re-read and apply restrictions, space permissions and group members (nothing is embedded); on the
+        sync leader only, like the page sync."""
+        if self.leader is not None and not self.leader.is_leader():
+            log.debug("scheduled permission sync skipped: another replica is the sync leader")
+            return
+        try:
+            for report in self.admin.sync_permissions():
+                log.info("scheduled permission sync: %s", report.summary())
+        except AdminError as e:
+            log.warning("scheduled permission sync skipped: %s", e)
+        except Exception:
+            log.exception("scheduled permission sync failed")

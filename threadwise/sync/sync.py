@@ -28,7 +28,7 @@ from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from datetime import datetime, timedelta
 from pathlib import Path
 
@@ -47,47 +47,19 @@ from threadwise.core.ingest.extract import extract_evidence
 from threadwise.core.protocols import PageSource
 from threadwise.core.types import Page, PageFailure, RestrictedPage
 from threadwise.db.sync_tables import utcnow
-from threadwise.index.embedding_cache import EmbedCounts
 from threadwise.index.indexer import Extract, PageLimits, index_batch
 from threadwise.index.store import EvidenceIndex, PageState
-from threadwise.sync.store import RunCounts, SyncState, SyncStore
+from threadwise.permissions.store import PermissionStore
+from threadwise.sync.listing import pages_to_fetch, scoped_listing
+from threadwise.sync.readers import read_permissions
+from threadwise.sync.report import RunTally, SyncReport, breadcrumb
+from threadwise.sync.store import SyncStore
 
 log = logging.getLogger(__name__)
 
 Progress = Callable[[int, int], None]  # (pages done, pages to fetch) of the space being synced
 
 CQL_OVERLAP = timedelta(hours=26)  # CQL reads dates in the token user's zone (UTC-12..+14), plus clock skew
-
-
-@dataclass(frozen=True)
-class SyncReport:
-    """What one sync of one space did. status: ok, partial (some pages failed), failed, busy."""
-
-    space: str
-    full: bool
-    status: str
-    counts: RunCounts = RunCounts()
-    failures: tuple[PageFailure, ...] = ()
-    error: str = ""
-    duration_s: float = 0.0
-    run_id: int | None = None
-    # evidences written; of their vectors, how many were embedded, reused from the cache, shared by rows
-    vectors: EmbedCounts = field(default_factory=EmbedCounts)
-    restricted: tuple[RestrictedPage, ...] = ()  # left out under THREADWISE_PERMISSIONS=open-pages
-
-    def summary(self) -> str:
-        c, v = self.counts, self.vectors
-        if self.status in ("failed", "busy"):
-            return f"{self.space}: {self.status}: {self.error}"
-        text = (
-            f"{self.space}: {c.pages} pages, {c.added} added, {c.updated} updated, {c.deleted} deleted, "
-            f"{c.unchanged} unchanged, {c.failed} failed; {v.embedded} texts embedded, "
-            f"{v.cached + v.shared} reused ({self.duration_s:.1f}s)"
-        )
-        if self.restricted:
-            text += f"; {len(self.restricted)} left out as restricted"
-        text += "".join(f"\n  failed: {f.title or f.page_id}: {f.reason}" for f in self.failures)
-        return text + "".join(f"\n  left out: {r.title or r.page_id}: {r.reason}" for r in self.restricted)
 
 
 class SpaceSyncer:
@@ -108,10 +80,12 @@ class SpaceSyncer:
         limits: PageLimits | None = None,
     ) -> None:
         """`client` None: Confluence is not configured; syncs fail with that reason, purging still works.
-        `permissions`: THREADWISE_PERMISSIONS, `open-pages` (restricted pages are never indexed) or `off`."""
+        `permissions`: THREADWISE_PERMISSIONS: `open-pages` (restricted pages are never indexed), `per-user`
+        (every page is indexed and its readers are stored) or `off`."""
         self.client = client
         self.index = index
         self.store = SyncStore(sessions=sessions)
+        self.readers = PermissionStore(sessions=sessions)  # who may read each page (per-user)
         self.lock_dir = Path(lock_dir)
         self.extract = extract
         self.overlap = overlap
@@ -155,6 +129,7 @@ class SpaceSyncer:
             removed = self.index.delete_space(space)
             self.index.flush()
             self.store.forget_space(space)
+            self.readers.forget_space(space)
             return removed
 
     # ----- one run -----
@@ -164,7 +139,7 @@ class SpaceSyncer:
         space = scope.space
         run_id, after_crash = self.store.start_run(space, full=full, trigger=trigger)
         started = utcnow()
-        run = _Run(space=space)
+        run = RunTally(space=space)
         finished = False
         try:
             self._run(scope, full=full, started=started, run=run, progress=progress)
@@ -200,24 +175,12 @@ class SpaceSyncer:
         return report
 
     def _run(
-        self, scope: SpaceScope, *, full: bool, started: datetime, run: _Run, progress: Progress | None
+        self, scope: SpaceScope, *, full: bool, started: datetime, run: RunTally, progress: Progress | None
     ) -> None:
         space, client = scope.space, self.client
         if client is None:
             raise ConfluenceError(NOT_CONFIGURED)
-        if client.get_space(space) is None:
-            raise ConfluenceError(
-                f"space {space} does not exist in Confluence, or the credentials cannot see it; "
-                f"remove it with `threadwise spaces remove {space}` if it is gone"
-            )
-        pages = client.list_pages(space)
-        if scope.parent_id is not None and scope.parent_id not in {ref.id for ref in pages}:
-            raise ConfluenceError(
-                f"the parent page {scope.parent_id} of space {space}'s scope is gone (deleted or moved); "
-                f"nothing was removed: change the scope with `threadwise spaces add {space} --parent ID`"
-            )
-        labelled = client.pages_with_labels(space, scope.exclude_labels)
-        listing = {ref.id: ref for ref in pages if scope.includes(ref, labelled=labelled)}
+        listing = scoped_listing(client, scope)
         run.pages = len(listing)
         indexed = self.index.page_states(space)
         breadcrumbs = self.store.breadcrumbs(space)
@@ -226,14 +189,21 @@ class SpaceSyncer:
         for pid in gone:
             self.index.delete_page(pid)
         run.deleted = len(gone)
+        self.readers.forget_pages(gone)
         self.store.forget_pages(space, [pid for pid in breadcrumbs if pid not in listing])
 
         state = self.store.state(space)
-        todo = self._pages_to_fetch(client, scope, listing, indexed, breadcrumbs, state, full=full)
+        todo = pages_to_fetch(
+            client, scope, listing, indexed, breadcrumbs, state, full=full, overlap=self.overlap
+        )
         if self.permissions == "open-pages":
             checked = todo if state.permissions == self.permissions else list(listing.values())
             restricted = client.restricted_pages(checked, space=space, workers=self.fetch_workers)
             todo = self._leave_out(restricted, todo, indexed, run)
+        elif self.permissions == "per-user":  # restricted pages too, with their readers, before their text
+            self._record_readers(
+                client, space, listing, todo, full=full or state.permissions != self.permissions
+            )
         batch: list[tuple[PageRef, Page]] = []
         done = 0
         for ref, page in self._fetched(client, todo, space):
@@ -262,39 +232,31 @@ class SpaceSyncer:
             )
         )
 
-    def _pages_to_fetch(
+    def _record_readers(
         self,
         client: ConfluenceClient,
-        scope: SpaceScope,
+        space: str,
         listing: dict[str, PageRef],
-        indexed: dict[str, PageState],
-        breadcrumbs: dict[str, str],
-        state: SyncState,
+        todo: Sequence[PageRef],
         *,
         full: bool,
-    ) -> list[PageRef]:
-        if full or state.cursor is None:
-            return list(listing.values())
-        wanted = {pid for pid in listing if pid not in indexed}
-        modified = client.pages_modified_since(scope.space, state.cursor, overlap=self.overlap)
-        wanted |= {
-            r.id
-            for r in modified
-            if r.id in indexed and r.id in listing and r.version != indexed[r.id].version
-        }
-        for pid, ref in listing.items():  # renamed, or moved (its own or an ancestor's title changed)
-            page = indexed.get(pid)
-            if page is None or page.title != ref.title or breadcrumbs.get(pid) != _breadcrumb(ref.ancestors):
-                wanted.add(pid)
-        wanted |= {pid for pid in state.retry_page_ids if pid in listing}
-        return [ref for pid, ref in listing.items() if pid in wanted]
+    ) -> None:
+        """Store who may read the pages to fetch and those without stored readers (all pages: `full`), with the
+        space's viewers and the groups involved; the permission sync keeps the rest current."""
+        known = self.readers.page_ids(space)
+        fetching = {ref.id for ref in todo}
+        refs = [r for r in listing.values() if full or r.id in fetching or r.id not in known]
+        perms = read_permissions(client, space, refs, workers=self.fetch_workers)
+        self.readers.save(space, perms.readers, perms.viewers, perms.groups, perms.users, every_page=full)
+        for problem in perms.problems:
+            log.warning("permissions of %s: %s (treated as restricted)", space, problem)
 
     def _leave_out(
         self,
         restricted: Sequence[RestrictedPage],
         todo: Sequence[PageRef],
         indexed: dict[str, PageState],
-        run: _Run,
+        run: RunTally,
     ) -> list[PageRef]:
         """Restricted pages are not indexed at all: never fetched, and what the index held of them goes."""
         ids = {r.page_id for r in restricted}
@@ -330,7 +292,7 @@ class SpaceSyncer:
                 yield ref, future.result()
 
     def _count_failure(
-        self, ref: PageRef, failure: PageFailure, indexed: dict[str, PageState], run: _Run
+        self, ref: PageRef, failure: PageFailure, indexed: dict[str, PageState], run: RunTally
     ) -> None:
         """A page that could not be fetched is a failure, or gone when it was deleted since the listing."""
         if failure.reason == PAGE_NOT_FOUND:
@@ -343,7 +305,7 @@ class SpaceSyncer:
         run.failures.append(replace(failure, title=failure.title or ref.title))
 
     def _index_batch(
-        self, batch: Sequence[tuple[PageRef, Page]], indexed: dict[str, PageState], run: _Run
+        self, batch: Sequence[tuple[PageRef, Page]], indexed: dict[str, PageState], run: RunTally
     ) -> int:
         """Index a batch of fetched pages (one call to the embedder) and count them; returns how many."""
         outcomes = index_batch(
@@ -358,38 +320,9 @@ class SpaceSyncer:
                     run.updated += 1
                 else:
                     run.added += 1
-            self.store.save_breadcrumb(run.space, page.id, _breadcrumb(page.ancestors))
+            self.store.save_breadcrumb(run.space, page.id, breadcrumb(page.ancestors))
         return len(batch)
 
 
 class SyncBusyError(RuntimeError):
     """Another sync of the same space holds its lock."""
-
-
-@dataclass
-class _Run:
-    """Counters of a run in progress."""
-
-    space: str
-    pages: int = 0
-    added: int = 0
-    updated: int = 0
-    deleted: int = 0
-
-    def __post_init__(self) -> None:
-        self.failures: list[PageFailure] = []
-        self.restricted: list[RestrictedPage] = []
-        self.vectors = EmbedCounts()
-
-    @property
-    def changed(self) -> bool:
-        return bool(self.added or self.updated or self.deleted)
-
-    def counts(self) -> RunCounts:
-        failed = len(self.failures)
-        unchanged = max(0, self.pages - self.added - self.updated - failed)
-        return RunCounts(self.pages, self.added, self.updated, self.deleted, unchanged, failed)
-
-
-def _breadcrumb(ancestors: Sequence[str]) -> str:
-    return " / ".join(ancestors)

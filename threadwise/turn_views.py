@@ -1,0 +1,119 @@
+"""What a front end shows of a turn: the answer, its numbered sources, and explanations (read from the store)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from threadwise.core.pipeline import TurnResult
+from threadwise.db.conversations import StoredTurn
+
+
+@dataclass(frozen=True)
+class SourceView:
+    number: int  # 1-based, as cited: [Source N]
+    evidence_id: str
+    page_id: str
+    title: str
+    url: str
+    space: str
+    kind: str
+    label: str
+    text: str
+    last_modified: str
+    cited: bool
+    scores: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class TurnView:
+    turn_id: int
+    conversation_id: int
+    question: str
+    completed_question: str
+    answer: str
+    not_found: bool
+    error: str | None
+    sources: list[SourceView]
+    cited: list[int]
+    follow_ups: list[str]
+    timings_ms: dict[str, float]
+    # in a conversation that is not private, pages only the asker may read would have been among the evidence:
+    # the front end tells the asker privately to ask in a direct message (never stored: it is about the asker)
+    withheld: bool = False
+
+    @property
+    def cited_sources(self) -> list[SourceView]:
+        """Cited sources first (in citation order), the user sees these before the rest."""
+        by_number = {s.number: s for s in self.sources}
+        return [by_number[n] for n in self.cited if n in by_number]
+
+
+def page_groups(sources: Sequence[SourceView]) -> list[tuple[list[int], SourceView]]:
+    """Sources grouped by page, in the order given: ([1, 3], first source of that page). Every front end lists
+    sources this way, so a page retrieved five times is named once."""
+    groups: dict[str, tuple[list[int], SourceView]] = {}
+    for s in sources:
+        groups.setdefault(s.page_id or s.url or s.title, ([], s))[0].append(s.number)
+    return list(groups.values())
+
+
+@dataclass(frozen=True)
+class ExplainView:
+    turn_id: int
+    text: str
+    result: dict[str, Any]
+    cached: bool
+    error: str | None = None
+
+
+def source_dicts(result: TurnResult) -> list[dict[str, Any]]:
+    r = result.retrieval
+    lex = {h.evidence_id: h for h in r.lexical}
+    den = {h.evidence_id: h for h in r.dense}
+    fin = {h.evidence_id: h for h in r.final}
+    out = []
+    for n, e in enumerate(r.evidences, start=1):
+        scores = {"final": fin[e.id].score if e.id in fin else 0.0}
+        if e.id in lex:
+            scores.update(lexical=lex[e.id].score, lexical_rank=lex[e.id].rank)
+        if e.id in den:
+            scores.update(dense=den[e.id].score, dense_rank=den[e.id].rank)
+        out.append({"number": n, **e.to_dict(), "label": e.label, "scores": scores})
+    return out
+
+
+def turn_view(turn: StoredTurn, *, withheld: bool = False) -> TurnView:
+    cited = set(turn.cited)
+    sources = [
+        SourceView(
+            number=s["number"],
+            evidence_id=s["evidence_id"],
+            page_id=s["page_id"],
+            title=s["title"],
+            url=s["url"],
+            space=s["space"],
+            kind=s["kind"],
+            label=s["label"],
+            text=s["text"],
+            last_modified=s.get("last_modified", ""),
+            cited=s["number"] in cited,
+            scores=dict(s.get("scores", {})),
+        )
+        for s in turn.sources
+    ]
+    return TurnView(
+        turn_id=turn.id,
+        conversation_id=turn.conversation_id,
+        question=turn.question,
+        completed_question=turn.completed_question,
+        answer=turn.answer,
+        not_found=turn.not_found,
+        error=turn.error,
+        sources=sources,
+        cited=list(turn.cited),
+        follow_ups=list(turn.follow_ups),
+        timings_ms=dict(turn.timings),
+        withheld=withheld,
+    )
