@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -18,6 +18,8 @@ from threadwise.errors import ThreadwiseError
 
 if TYPE_CHECKING:
     from threadwise.sync.admin import AdminService, FolderStatus, RunSummary, SpaceStatus
+    from threadwise.sync.permission_sync import PermissionReport
+    from threadwise.sync.sync import SyncReport
 
 
 class HasAdmin(Protocol):
@@ -120,7 +122,7 @@ def _sync(admin: AdminService, args: argparse.Namespace) -> int:
     from threadwise.cli.progress import ProgressBar
 
     if args.permissions:
-        return _sync_permissions(admin, args)
+        return _print_reports(admin.sync_permissions(args.key), what="permission sync")
     reports = admin.sync(
         args.key,
         full=args.full,
@@ -130,28 +132,22 @@ def _sync(admin: AdminService, args: argparse.Namespace) -> int:
             f"A sync is running on {who}; this one starts when it has finished.", file=sys.stderr, flush=True
         ),
     )
-    if not reports:
-        print("No spaces configured. Add one with: threadwise spaces add KEY")
-    for report in reports:
-        print(report.summary())
-    failed = [r.space for r in reports if r.status in ("failed", "busy")]
-    if failed:
-        return print_error(f"the sync of {', '.join(failed)} did not finish (see above)", 1)
+    code = _print_reports(reports, what="sync")
     partial = [r.space for r in reports if r.status == "partial"]
-    if partial:  # a script (cron, CI) must see that some pages are not in the index
+    if not code and partial:  # a script (cron, CI) must see that some pages are not in the index
         return print_error(f"some pages of {', '.join(partial)} could not be synced (listed above)", 1)
-    return 0
+    return code
 
 
-def _sync_permissions(admin: AdminService, args: argparse.Namespace) -> int:
-    reports = admin.sync_permissions(args.key)
+def _print_reports(reports: Sequence[SyncReport | PermissionReport], *, what: str) -> int:
+    """Print each space's report; 1 (and why) when a space's run did not finish."""
     if not reports:
         print("No spaces configured. Add one with: threadwise spaces add KEY")
     for report in reports:
         print(report.summary())
     failed = [r.space for r in reports if r.status in ("failed", "busy")]
     if failed:
-        return print_error(f"the permission sync of {', '.join(failed)} did not finish (see above)", 1)
+        return print_error(f"the {what} of {', '.join(failed)} did not finish (see above)", 1)
     return 0
 
 
