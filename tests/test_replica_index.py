@@ -8,10 +8,13 @@ import json
 import subprocess
 import sys
 import threading
+import time
 import uuid
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
+
+from sqlalchemy import text
 
 from threadwise.connectors.files import SAMPLE_WIKI_DIR, load_pages
 from threadwise.index.indexer import index_pages
@@ -94,3 +97,40 @@ def test_a_replica_answers_from_the_change_another_replica_made(
         b.wait(timeout=60)
         watchdog.cancel()
     assert b.returncode == 0
+
+
+def test_writers_on_two_replicas_take_turns_through_the_database(
+    postgres_url: str, chroma_url: str, tmp_path: Path
+) -> None:
+    """Each replica's folder has its own lock file, which the other cannot see: the collection's advisory lock
+    in PostgreSQL makes B's page switch wait while A holds the index's write lock."""
+    env = {
+        "THREADWISE_EMBEDDER": "hashing",
+        "THREADWISE_DATABASE_URL": postgres_url,
+        "THREADWISE_CHROMA_URL": chroma_url,
+        "THREADWISE_CHROMA_COLLECTION": f"writers-{uuid.uuid4().hex[:8]}",
+    }
+    a = Threadwise(settings=load_settings(env=env, data_dir=tmp_path / "a"))
+    b = Threadwise(settings=load_settings(env=env, data_dir=tmp_path / "b"))
+    pages, _ = load_pages(SAMPLE_WIKI_DIR)
+    order: list[str] = []
+
+    def b_writes() -> None:
+        index_pages(b.index, pages[:1])
+        order.append("B wrote")
+
+    def b_waits_on_the_database() -> bool:
+        with a.engine.connect() as conn:
+            waiting = "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted"
+            return bool(conn.execute(text(waiting)).scalar())
+
+    writer = threading.Thread(target=b_writes)
+    with a.index._write_lock:
+        writer.start()
+        deadline = time.monotonic() + 60
+        while writer.is_alive() and not b_waits_on_the_database() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        order.append("A let go")
+    writer.join(60)
+    assert order == ["A let go", "B wrote"]
+    assert set(a.index.page_states()) == {pages[0].id}

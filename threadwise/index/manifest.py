@@ -8,8 +8,10 @@ Reads are lookups by key or keyset pages of `batch` rows: nothing reads the whol
 
 from __future__ import annotations
 
+import hashlib
 import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
@@ -79,6 +81,24 @@ class IndexManifest:
         with self.engine.connect() as conn:
             found = conn.execute(select(_COLLECTIONS.c.generation).where(self._mine(_COLLECTIONS))).scalar()
         return int(found or 0)
+
+    @contextmanager
+    def writing(self) -> Iterator[None]:
+        """Held while this process writes the collection (inside its folder's lock file). On PostgreSQL the
+        writers may be replicas on other machines, which no lock file reaches: a session advisory lock keyed by
+        the collection keeps them apart. SQLite is one machine's, where the lock file does it."""
+        if self.engine.dialect.name != "postgresql":
+            yield
+            return
+        key = int.from_bytes(
+            hashlib.blake2b(self.collection.encode(), digest_size=8).digest(), "big", signed=True
+        )
+        with self.engine.connect() as conn:
+            conn.execute(select(func.pg_advisory_lock(key)))
+            try:
+                yield
+            finally:
+                conn.execute(select(func.pg_advisory_unlock(key)))
 
     # ----- reading pages -----
     def versions_of(self, page_ids: Iterable[str]) -> dict[str, tuple[int, str]]:

@@ -4,8 +4,8 @@ Chroma client), and the one-writer lock across threads and processes."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, ExitStack, contextmanager
 from pathlib import Path
 
 from filelock import FileLock
@@ -48,16 +48,36 @@ class SharedLock:
 
 
 class WriteLock:
-    """A re-entrant lock across threads (RLock) and processes (a lock file)."""
+    """A re-entrant lock across threads (RLock) and processes on this machine (a lock file), and, if given,
+    across machines: `shared()` (a lock in the shared database) is entered with the outermost hold."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(
+        self, path: Path, *, shared: Callable[[], AbstractContextManager[object]] | None = None
+    ) -> None:
         self._threads = threading.RLock()
         self._file = FileLock(str(path), thread_local=False)
+        self._shared = shared
+        self._depth = 0  # holds by the owning thread, which alone changes it
+        self._held = ExitStack()
 
     def __enter__(self) -> None:
         self._threads.acquire()
-        self._file.acquire()
+        if self._depth == 0:
+            try:
+                with ExitStack() as taking:
+                    taking.enter_context(self._file)
+                    if self._shared is not None:
+                        taking.enter_context(self._shared())
+                    self._held = taking.pop_all()
+            except BaseException:
+                self._threads.release()
+                raise
+        self._depth += 1
 
     def __exit__(self, *exc: object) -> None:
-        self._file.release()
-        self._threads.release()
+        self._depth -= 1
+        try:
+            if self._depth == 0:
+                self._held.close()  # the database's lock first, then the file's
+        finally:
+            self._threads.release()

@@ -59,9 +59,11 @@ class EvidenceIndex:
         self.directory.mkdir(parents=True, exist_ok=True)
         # the app's shared database (wiring.py); without one, a SQLite file of the index's own in the folder
         self.manifest = manifest or IndexManifest.in_folder(self.directory, collection)
-        # One writer at a time: threads of this process, and other processes on the same folder (a CLI sync
-        # while the bot's scheduler syncs another space).
-        self._write_lock = WriteLock(self.directory / f"{collection}.write.lock")
+        # One writer at a time: threads of this process, other processes on the same folder (a CLI sync while
+        # the bot's scheduler syncs another space), and replicas sharing a PostgreSQL manifest.
+        self._write_lock = WriteLock(
+            self.directory / f"{collection}.write.lock", shared=self.manifest.writing
+        )
         self._bm25_lock = threading.Lock()
         self._chroma = CurrentChroma(
             directory=self.directory / "chroma",
