@@ -185,3 +185,32 @@ def test_a_question_that_outlived_its_replicas_gets_told_to_ask_again(
     told = [c.params["text"] for c in slack.calls_to("chat.postMessage")]
     assert all(INTERRUPTED in t for t in told)
     assert store.orphans("slack:") == []
+
+
+def test_an_event_acknowledged_by_a_replica_that_died_before_claiming_it_is_replayed(
+    tmp_path: Path, index: EvidenceIndex, slack: FakeSlack
+) -> None:
+    """Slack does not re-send an acknowledged event: the record kept as it arrived is replayed by a survivor."""
+    from slack_sdk.signature import SignatureVerifier
+
+    url = f"sqlite:///{tmp_path / 'shared.sqlite'}"
+    ts = "1700000400.000001"
+    raw = json.dumps(
+        {"type": "event_callback", "team_id": slack.team_id, "api_app_id": "A0APP", "event_id": "EvLOST"}
+        | {"event": _mention(ts), "event_time": int(time.time())}
+    )
+    stamp = str(int(time.time()))
+    headers = {"content-type": "application/json", "x-slack-request-timestamp": stamp}
+    signature = SignatureVerifier(SIGNING_SECRET).generate_signature(timestamp=stamp, body=raw)
+    headers["x-slack-signature"] = str(signature)
+    # what the dead replica's HTTP server kept before it acknowledged (its listener never ran)
+    assert _claims(url).claim("slack:inbox:EvLOST", "dead:received", 0.0, {"raw": raw, "headers": headers})
+    survivor = build_world(tmp_path, index=index, database_url=url, replica=Replica("survivor", sweep_s=0.2))
+    with running_bot(survivor, slack) as run:
+        slack.wait_for(lambda: _answers(slack, ts))
+        run.bot.wait_idle()
+        sender = run.send
+        assert sender.event(_mention(ts), event_id="EvLOST", retry_num=1).status == 200  # a late retry
+        run.bot.wait_idle()
+    assert len(_answers(slack, ts)) == 1
+    assert _claims(url).orphans("slack:") == []

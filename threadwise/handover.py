@@ -56,6 +56,12 @@ class ClaimKeeper:
         self.start()
         return self.store.claim(key, self.replica, self.ttl_s, payload)
 
+    def receive(self, key: str, payload: dict[str, Any]) -> None:
+        """Keep an arrival until `finish(key)`, without renewing it: after one TTL another replica may replay
+        it (whatever then answers must claim it again, so it is answered once)."""
+        self.start()
+        self.store.claim(key, f"{self.replica}:received", self.ttl_s, payload)
+
     def note(self, key: str, **fields: Any) -> None:
         self.store.note(key, **fields)
 

@@ -28,7 +28,9 @@ from slack_bolt import BoltRequest, BoltResponse
 from slack_sdk.signature import SignatureVerifier
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
+from threadwise.bot.question import PLATFORM
 from threadwise.bot.slack_app import SlackBot
+from threadwise.bot.slack_handover import keep_received
 
 log = logging.getLogger(__name__)
 
@@ -129,6 +131,8 @@ class SlackAsgiApp:
             if once is not None and not self.bot.claim(f"signature:{once}"):
                 log.info("dropped a replayed interaction or slash command")
                 return BoltResponse(status=200, body="")
+            if once is None and self.bot.conversations.claims is not None:  # an event: kept until handled
+                keep_received(self.bot.conversations.claims, PLATFORM, request)
             return self.bot.app.dispatch(request)
         except Exception as err:  # a payload that trips Bolt itself: say so in one line, keep serving
             log.error("Bolt failed on a request: %s", type(err).__name__)

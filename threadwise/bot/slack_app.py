@@ -31,7 +31,7 @@ from threadwise.bot.mrkdwn import mentions_other_user, plain_question
 from threadwise.bot.pool import Activity, FairPool, TrackedPool
 from threadwise.bot.question import PLATFORM, Question
 from threadwise.bot.slack_actions import ActionContext, register_actions
-from threadwise.bot.slack_handover import resume_slack
+from threadwise.bot.slack_handover import INBOX, inbox_key, replay_received, resume_slack
 from threadwise.bot.slack_identity import is_direct_message, slack_directory
 from threadwise.bot.slack_installation import Installation
 from threadwise.bot.slack_messenger import SlackMessenger
@@ -162,6 +162,18 @@ class SlackBot:
     # -- events ---------------------------------------------------------------------------------------
 
     def on_mention(self, body: dict[str, Any], event: dict[str, Any], context: Any) -> None:
+        try:
+            self._mention(body, event, context)
+        finally:
+            self.finish_claim(inbox_key(PLATFORM, body))
+
+    def on_message(self, body: dict[str, Any], event: dict[str, Any], context: Any) -> None:
+        try:
+            self._message(body, event, context)
+        finally:
+            self.finish_claim(inbox_key(PLATFORM, body))
+
+    def _mention(self, body: dict[str, Any], event: dict[str, Any], context: Any) -> None:
         if event.get("bot_id") or event.get("subtype") not in _ANSWERED_SUBTYPES:
             return
         question = self._question(body, event, context)
@@ -170,7 +182,7 @@ class SlackBot:
             return
         self.start_answer(question, claim=f"{question.team}:{question.channel}:{event['ts']}")
 
-    def on_message(self, body: dict[str, Any], event: dict[str, Any], context: Any) -> None:
+    def _message(self, body: dict[str, Any], event: dict[str, Any], context: Any) -> None:
         """DMs are conversations; in channels, a reply in a thread the bot answered in is a follow-up."""
         if event.get("bot_id") or event.get("subtype") not in _ANSWERED_SUBTYPES:
             return
@@ -239,6 +251,10 @@ class SlackBot:
             return bool(self.conversations.claim_event(f"{PLATFORM}:{key}", resume=resume))
 
     def _resume(self, claim: Claim, give_up: bool) -> None:
+        if claim.key.startswith(f"{PLATFORM}:{INBOX}:"):
+            replay_received(self.app, claim, self.finish_claim)
+            return
+
         def answer(question: Question, ts: str | None, claimed: str) -> None:
             self.submit(
                 lambda: self._answer(question, ts, claimed), "answering (taken over)", owner=question.user

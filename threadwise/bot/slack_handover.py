@@ -1,19 +1,65 @@
-"""A Slack question whose replica died before answering it, answered (or told to ask again) by this replica.
+"""Slack's side of the hand-over between replicas.
 
-The claim's payload is what `SlackBot.start_answer` stored: the question's fields and, once posted, the
+A question whose replica died before answering it is answered (or told to ask again) by this replica: the
+claim's payload is what `SlackBot.start_answer` stored, the question's fields and, once posted, the
 placeholder's ts, so the answer replaces the "thinking" message the user already sees.
+
+An event is acknowledged before a listener claims its question, and Slack does not re-send what was
+acknowledged: so in HTTP mode each event that may be a question is first kept in the database as it arrived
+(body and signature, `keep_received`), until the listener is done with it. Such a record is never renewed:
+if it is still there after one TTL (its replica died, or is far behind), a replica replays it through its own
+Bolt app (`replay_received`; the signature still holds for five minutes), whose listener claims the question
+as usual — so it is answered once, by whoever claims it first.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from dataclasses import fields
+from typing import Any
+
+from slack_bolt import App
+from slack_bolt.request import BoltRequest
 
 from threadwise.bot import blocks
 from threadwise.bot.question import Question
 from threadwise.bot.slack_messenger import SlackMessenger
 from threadwise.db.claims import Claim
-from threadwise.handover import INTERRUPTED
+from threadwise.handover import INTERRUPTED, ClaimKeeper
+
+log = logging.getLogger(__name__)
+
+INBOX = "inbox"  # slack:inbox:EVENT_ID, an event kept until its listener is done
+_REPLAYED_HEADERS = ("content-type", "x-slack-request-timestamp", "x-slack-signature")
+
+
+def inbox_key(platform: str, body: dict[str, Any]) -> str | None:
+    """The key an event is kept under, or None when it cannot be a question (not a mention or message)."""
+    event = body.get("event")
+    if body.get("type") != "event_callback" or not isinstance(event, dict) or not body.get("event_id"):
+        return None
+    if event.get("type") not in ("app_mention", "message") or event.get("bot_id"):
+        return None
+    return f"{platform}:{INBOX}:{body['event_id']}"
+
+
+def keep_received(claims: ClaimKeeper, platform: str, request: BoltRequest) -> None:
+    """Keep an event that may be a question until its listener is done (a repeat is kept once)."""
+    key = inbox_key(platform, request.body)
+    if key is not None:
+        headers = {k: v[0] for k, v in request.headers.items() if k in _REPLAYED_HEADERS and v}
+        claims.receive(key, {"raw": request.raw_body, "headers": headers})
+
+
+def replay_received(app: App, claim: Claim, finish: Callable[[str], None]) -> None:
+    """Hand a kept event to this replica's Bolt app as if Slack had sent it here."""
+    try:
+        response = app.dispatch(BoltRequest(body=claim.payload["raw"], headers=claim.payload["headers"]))
+        if response.status != 200:
+            log.warning("replaying %s was refused (%d): it is lost", claim.key, response.status)
+    finally:
+        finish(claim.key)
 
 
 def resume_slack(
