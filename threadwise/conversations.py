@@ -267,8 +267,33 @@ class ConversationService:
     def comment(self, turn_id: int, user: str, text: str) -> None:
         self.store.add_comment(turn_id, user, text)
 
-    def feedback_summary(self) -> dict[str, Any]:
-        return self.store.feedback_summary()
+    def feedback_summary(self, asker: Asker | None = None) -> dict[str, Any]:
+        """Counts of 👍/👎 and the latest 👎 with their questions, for an admin (`asker`): a 👎 on an answer
+        from pages the admin may not read is counted, but its question and comment are not shown."""
+        summary = self.store.feedback_summary()
+        if self.per_user:
+            shown = [d for d in summary["latest_down"] if self._may_see_id(d["turn_id"], asker)]
+            summary["hidden_down"] = len(summary["latest_down"]) - len(shown)
+            summary["latest_down"] = shown
+        return summary
+
+    # ----- who may see a stored answer -----
+    @property
+    def per_user(self) -> bool:
+        """Whether answers depend on who asks (THREADWISE_PERMISSIONS=per-user): only then do the front ends
+        look askers up."""
+        return self.permissions is not None and self.permissions.per_user
+
+    def may_see(self, turn: TurnView, asker: Asker | None) -> bool:
+        """Whether `asker` may be shown more of a stored answer (Explain, Behind the scenes, the full answer,
+        Retry, a vote): they may read every page it used, here (in a channel: what everyone there may)."""
+        if self.permissions is None:
+            return True
+        return self.permissions.may_read(asker, {s.page_id for s in turn.sources if s.page_id})
+
+    def _may_see_id(self, turn_id: int, asker: Asker | None) -> bool:
+        turn = self.get_turn(turn_id)
+        return turn is not None and self.may_see(turn, asker)
 
 
 class _Reply(Exception):

@@ -1,4 +1,4 @@
-"""`/threadwise status|spaces|add|remove|sync|channel|help`: the slash command, over the same AdminService as the CLI.
+"""`/threadwise status|spaces|add|remove|sync|channel|everyone|help`: the slash command, over the same AdminService as the CLI.
 
 Everyone may read (`status`, `spaces`, `help`, `channel` without arguments); changes need an admin: a user
 listed in the settings, or (when allowed) a workspace admin or owner as Slack's users.info says.
@@ -33,6 +33,8 @@ HELP = (
     "`/threadwise remove KEY` — stop syncing a space and forget its pages (admins)\n"
     "`/threadwise sync [KEY] [--full]` — sync now (admins)\n"
     "`/threadwise channel [KEY … | all]` — which spaces answer in this channel (changing it: admins)\n"
+    "`/threadwise everyone [KEY on|off]` — spaces everyone who can reach me may view: with per-user "
+    "permissions their unrestricted pages answer in channels (changing it: admins)\n"
     "`/threadwise help` — this list\n"
     "To ask a question, mention me in a channel or write to me directly."
 )
@@ -129,6 +131,8 @@ class AdminCommands:
                 reply(self._spaces(channel))
             elif name == "channel":
                 reply(self._channel(args, user=user, channel=channel))
+            elif name == "everyone":
+                reply(self._everyone(args, user=user))
             elif name in CHANGES:
                 if not self.is_admin(user):
                     reply(
@@ -185,6 +189,32 @@ class AdminCommands:
         keys = [] if [a.lower() for a in args] == ["all"] else [a.strip(",") for a in args]
         self.admin.set_channel_spaces(channel, keys)
         return "Done. " + self._channel_line(channel)
+
+    def _everyone(self, args: list[str], *, user: str) -> str:
+        """Show, declare or withdraw that everyone with access to the bot may view a space (the admin's word:
+        Confluence's own space permissions are not consulted for it)."""
+        if not args:
+            return self._everyone_line()
+        if len(args) != 2 or args[1].lower() not in ("on", "off"):
+            return "For example `everyone DOCS on` (or `off`); without arguments: what is declared."
+        if not self.is_admin(user):
+            return f"Sorry, only Threadwise admins can declare who may view a space. Please ask {self.is_admin.who()}."
+        config = self.admin.set_everyone_may_view(args[0], args[1].lower() == "on")
+        said = "may view" if config.everyone_may_view else "may no longer be assumed to view"
+        return f"Done: everyone who can reach me {said} *{escape(config.key)}*. " + self._everyone_line()
+
+    def _everyone_line(self) -> str:
+        declared = [c.key for c in self.admin.list_spaces() if c.everyone_may_view]
+        if not declared:
+            return (
+                "No space is declared viewable by everyone who can reach me: with per-user permissions, "
+                "channels and group chats get answers from no space."
+            )
+        spaces = ", ".join(f"*{escape(k)}*" for k in declared)
+        return (
+            f"Everyone who can reach me may view {spaces}: with per-user permissions their pages without "
+            "restrictions answer in channels and group chats too."
+        )
 
     def _add(self, args: list[str], *, user: str, reply: Reply) -> None:
         if not args:

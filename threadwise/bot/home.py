@@ -117,6 +117,8 @@ def feedback_blocks(summary: dict[str, Any]) -> list[Block]:
         if down.get("comment"):
             text += f"\n> {escape(truncate(down['comment'], 500))}"
         blocks.append(context(text + f"\nanswer {down.get('turn_id')} · {slack_date(down.get('when', ''))}"))
+    if summary.get("hidden_down"):
+        blocks.append(context(f"…and {summary['hidden_down']} 👎 on answers from pages you cannot read"))
     return blocks
 
 

@@ -21,6 +21,18 @@ FAILURE_TTL_SECONDS = 60.0
 TTL_SETTING = "THREADWISE_IDENTITY_CACHE_MINUTES"
 
 
+# What an asker is told privately (Slack: an ephemeral message; Teams: their personal chat with the bot)
+WITHHELD_HINT = "Some pages only you can read might answer this — ask me in a direct message."
+WITHHELD_HINT_TEAMS = (
+    "Some pages only you can read might answer what you just asked in a shared conversation — ask me here, "
+    "in our personal chat."
+)
+NOT_YOURS = (
+    "Sorry, this answer comes from Confluence pages you can't read (or that can't be shown here), "
+    "so I can't show you more of it."
+)
+
+
 class LookupFailed(Exception):
     """The platform could not say who a user is (refused, unreachable, a missing scope)."""
 

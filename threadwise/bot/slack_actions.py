@@ -20,6 +20,7 @@ from slack_bolt import App
 
 from threadwise.bot import blocks
 from threadwise.bot.admin_commands import HELP, AdminCommands, is_instant
+from threadwise.bot.identity import NOT_YOURS
 from threadwise.bot.question import PLATFORM, Question
 from threadwise.bot.slack_identity import is_direct_message
 from threadwise.bot.slack_messenger import SlackMessenger
@@ -42,6 +43,9 @@ class ActionContext:
     submit: Callable[[Callable[[], None], str], object]  # slow work, in the answer pool
     start_answer: Callable[..., bool]  # (question, *, claim, placeholder_ts=None) -> False for a repeat
     claim: Callable[[str], bool]  # True the first time a key is claimed
+    may_see: Callable[
+        [str, str, TurnView], bool
+    ]  # (user, channel, turn): may they see more of a stored answer
 
 
 def register_actions(app: App, bot: ActionContext) -> None:
@@ -110,11 +114,17 @@ def _turn_id(value: Any) -> int | None:
 
 def _turn_here(bot: ActionContext, where: _Where, turn_id: int | None) -> TurnView | None:
     """The turn `turn_id` if it belongs to the thread the button was pressed in, else None: a press sent as
-    from another channel must not show (or post there) an answer of a private one."""
+    from another channel must not show (or post there) an answer of a private one. Someone who may not read
+    the turn's sources (here) is told so privately and gets None too."""
     if turn_id is None or not where.complete:
         return None
     key = ThreadKey(PLATFORM, where.team, where.channel, str(where.thread_ts))
-    return bot.conversations.turn_in(turn_id, key)
+    turn = bot.conversations.turn_in(turn_id, key)
+    if turn is not None and not bot.may_see(where.user, where.channel, turn):
+        log.info("%s may not see more of answer %s: refused privately", where.user, turn_id)
+        bot.messenger.ephemeral(where.channel, where.user, where.thread_ts, _notice(NOT_YOURS))
+        return None
+    return turn
 
 
 def _open(bot: ActionContext, where: _Where, view: dict[str, Any]) -> None:

@@ -27,6 +27,7 @@ from slack_sdk import WebClient
 from threadwise.bot import blocks
 from threadwise.bot.admin_commands import AdminCheck, AdminCommands
 from threadwise.bot.home import home_view
+from threadwise.bot.identity import WITHHELD_HINT
 from threadwise.bot.mrkdwn import mentions_other_user, plain_question
 from threadwise.bot.pool import Activity, FairPool, TrackedPool
 from threadwise.bot.question import PLATFORM, Question
@@ -37,8 +38,9 @@ from threadwise.bot.slack_installation import Installation
 from threadwise.bot.slack_messenger import SlackMessenger
 from threadwise.bot.slack_settings import SlackSettings, make_client
 from threadwise.bot.slack_thread import thread_context
-from threadwise.conversations import ConversationService
+from threadwise.conversations import ConversationService, TurnView
 from threadwise.db.claims import Claim
+from threadwise.permissions import Asker
 from threadwise.sync.admin import AdminService
 
 log = logging.getLogger(__name__)
@@ -127,6 +129,7 @@ class SlackBot:
                 submit=self.submit,
                 start_answer=self.start_answer,
                 claim=self.claim,
+                may_see=self.may_see,
             ),
         )
         self.app.error(self.on_error)
@@ -142,6 +145,15 @@ class SlackBot:
     def learn_installation(self) -> None:
         """Learn the workspace and app installed as (`serve` does at start); others' requests are dropped."""
         self.installation.learn()
+
+    def asker(self, user: str, *, private: bool) -> Asker:
+        """Who asks, for the permission service: their e-mail is looked up only when answers depend on it."""
+        return Asker(email=self.emails.email(user) if self.conversations.per_user else None, private=private)
+
+    def may_see(self, user: str, channel: str, turn: TurnView) -> bool:
+        """Whether `user`, pressing a button in `channel`, may be shown more of the stored answer `turn`."""
+        asker = self.asker(user, private=is_direct_message(channel))
+        return self.conversations.may_see(turn, asker)
 
     @property
     def waiting(self) -> int:
@@ -230,7 +242,7 @@ class SlackBot:
             spaces=self.admin.status(),
             folders=self.admin.folder_status(),
             is_admin=admin,
-            feedback=self.conversations.feedback_summary() if admin else None,
+            feedback=self.conversations.feedback_summary(self.asker(user, private=True)) if admin else None,
         )
         self.client.views_publish(user_id=user, view=view)
 
@@ -349,6 +361,7 @@ class SlackBot:
                 user=question.user,
                 spaces=spaces,
                 thread_messages=thread_context(self.client, self.conversations, question),
+                asker=self.asker(question.user, private=question.private),
             )
         except Exception:
             log.exception("answering %r failed", question.text)
@@ -365,6 +378,10 @@ class SlackBot:
         )
         if ts is not None:
             self.conversations.set_message_ref(turn.turn_id, ts)
+        if turn.withheld and not question.private:  # pages only the asker may read: tell them alone
+            self.messenger.ephemeral(
+                question.channel, question.user, question.thread_ts, blocks.notice_message(WITHHELD_HINT)
+            )
 
 
 def _quiet_token_note(record: logging.LogRecord) -> bool:

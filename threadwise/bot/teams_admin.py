@@ -1,4 +1,4 @@
-"""`@Threadwise admin status|spaces|add KEY|remove KEY|sync [KEY]|channel|help` in Teams, over the same
+"""`@Threadwise admin status|spaces|add KEY|remove KEY|sync [KEY]|channel|everyone|help` in Teams, over the same
 AdminCommands (and so the same AdminService) as `/threadwise` in Slack and the CLI.
 
 Admins are the Entra object ids (the `aadObjectId` Teams sends with every activity) listed in
@@ -24,6 +24,8 @@ HELP = (
     "`admin remove KEY` — stop syncing a space and forget its pages (admins)\n"
     "`admin sync [KEY] [--full]` — sync now (admins)\n"
     "`admin channel [KEY … | all]` — which spaces answer in this channel (changing it: admins)\n"
+    "`admin everyone [KEY on|off]` — spaces everyone who can reach me may view: with per-user permissions "
+    "their unrestricted pages answer in channels and group chats (changing it: admins)\n"
     "`admin feedback` — 👍/👎 counts and the latest 👎 with their questions and comments (admins)\n"
     "`admin help` — this list\n"
     "To ask a question, mention me in a channel or write to me in a personal chat."
@@ -43,7 +45,7 @@ class TeamsAdmins:
         return "an admin of this bot (the server's THREADWISE_TEAMS_ADMINS lists them)"
 
 
-COMMANDS = frozenset({"status", "spaces", "add", "remove", "sync", "channel", "feedback", "help"})
+COMMANDS = frozenset({"status", "spaces", "add", "remove", "sync", "channel", "everyone", "feedback", "help"})
 
 
 def admin_command(text: str) -> str | None:

@@ -20,6 +20,7 @@ import logging
 import warnings
 from collections.abc import Callable, Coroutine
 from concurrent.futures import Future
+from dataclasses import replace
 from typing import Any, TypeVar
 
 from fastapi import FastAPI
@@ -28,6 +29,7 @@ from microsoft_teams.api.activities import ActivityParams
 from microsoft_teams.api.activities.typing import TypingActivityInput
 
 from threadwise.bot import teams_cards as cards
+from threadwise.bot.identity import NOT_YOURS, WITHHELD_HINT_TEAMS, EmailDirectory
 from threadwise.bot.pool import Activity, TrackedPool
 from threadwise.bot.teams_activity import (
     PLATFORM,
@@ -41,8 +43,10 @@ from threadwise.bot.teams_activity import (
     why_failed,
 )
 from threadwise.bot.teams_admin import admin_command, make_commands, run_command
+from threadwise.bot.teams_identity import PERSONAL, is_personal, member_email, personal_chat
 from threadwise.bot.teams_settings import TeamsSettings
-from threadwise.conversations import ConversationService
+from threadwise.conversations import ConversationService, TurnView
+from threadwise.permissions import Asker
 from threadwise.sync.admin import AdminService
 
 with warnings.catch_warnings():  # the SDK announces its preview features at import
@@ -84,6 +88,7 @@ class TeamsBot:
         self.admin = admin
         self.settings = settings
         self.commands = make_commands(admin, settings.admin_ids)
+        self.emails = EmailDirectory(ttl=settings.identity_ttl)  # who asks: the member's e-mail or UPN
         self.activity = Activity()
         self.workers = TrackedPool(
             max_workers=settings.answer_workers, name="threadwise-teams", activity=self.activity
@@ -143,6 +148,29 @@ class TeamsBot:
     def send(self, place: Place, activity: ActivityParams) -> str | None:
         return self._on_loop(self.send_async(place, activity))
 
+    def tell_privately(self, place: Place, text: str) -> None:
+        """A note for the writer alone, in their personal chat with the bot (logged when Teams refuses)."""
+        try:
+            chat = self._on_loop(personal_chat(self.app.api, place))
+        except Exception as err:
+            log.warning("could not open a personal chat with %s: %s", place.user, why_failed(err))
+            return
+        self.send(replace(place, conversation=chat, kind=PERSONAL), cards.notice(text))
+
+    # -- who asks -----------------------------------------------------------------------------------------
+
+    def asker(self, place: Place) -> Asker:
+        """Who wrote, for the permission service (from a worker thread): their e-mail is looked up only when
+        answers depend on it."""
+        email = None
+        if self.conversations.per_user:
+            email = self.emails.email(place.user, lambda: self._on_loop(member_email(self.app.api, place)))
+        return Asker(email=email, private=is_personal(place))
+
+    def may_see(self, place: Place, turn: TurnView) -> bool:
+        """Whether whoever pressed a button in `place` may be shown more of the stored answer `turn`."""
+        return self.conversations.may_see(turn, self.asker(place))
+
     def claim(self, key: str) -> bool:
         """True the first time an activity is seen (in any process sharing the database), then False."""
         return self.conversations.claim_event(f"{PLATFORM}:{key}")
@@ -186,7 +214,9 @@ class TeamsBot:
     def _answer(self, place: Place, text: str) -> None:
         try:
             spaces = self.admin.channel_spaces(place.key.channel) or None
-            turn = self.conversations.ask(place.key, text, user=place.user, spaces=spaces)
+            turn = self.conversations.ask(
+                place.key, text, user=place.user, spaces=spaces, asker=self.asker(place)
+            )
         except Exception:
             log.exception("answering %r failed", text)
             self.send(place, cards.notice(FAILED))
@@ -196,6 +226,8 @@ class TeamsBot:
             sent = self.send(place, cards.notice(cards.answer_text(turn)))
         if sent is not None:
             self.conversations.set_message_ref(turn.turn_id, sent)
+        if turn.withheld and not is_personal(place):  # pages only the asker may read: tell them alone
+            self.tell_privately(place, WITHHELD_HINT_TEAMS)
 
     def _admin(self, place: Place, command: str) -> None:
         run_command(
@@ -204,7 +236,7 @@ class TeamsBot:
             user=place.user,
             channel=place.key.channel,
             reply=lambda text: self._reply(place, text),
-            feedback=self.conversations.feedback_summary,
+            feedback=lambda: self.conversations.feedback_summary(self.asker(place)),
         )
 
     def _reply(self, place: Place, text: str) -> None:
@@ -228,9 +260,12 @@ class TeamsBot:
         turn = await asyncio.to_thread(self.conversations.get_turn, turn_id)
         if turn is None:
             return cards.message_response("I can't find this answer any more.")
+        place = place_of(ctx.activity)
+        if not await asyncio.to_thread(self.may_see, place, turn):
+            log.info("%s may not see more of answer %s: refused privately", place.user, turn_id)
+            return cards.message_response(NOT_YOURS)  # an invoke's answer shows to the presser only
         if action.verb == cards.RETRY:
             return await self._ask_pressed(ctx.activity, turn.question, claim=f"retry:{turn_id}")
-        place = place_of(ctx.activity)
         message_id = str(ctx.activity.reply_to_id or "")
         if await asyncio.to_thread(self.claim, f"explain:{turn_id}"):
             self.submit(lambda: self._explain(place, turn_id, message_id), "explaining")
@@ -278,6 +313,11 @@ class TeamsBot:
         turn_id = await asyncio.to_thread(self.conversations.turn_for_message, place.key, ref)
         if turn_id is None:
             log.info("feedback on message %s, which is not an answer I know", ref)
+            return {"status": 200}
+        turn = await asyncio.to_thread(self.conversations.get_turn, turn_id)
+        if turn is None or not await asyncio.to_thread(self.may_see, place, turn):
+            log.info("%s may not vote on answer %s: refused privately", place.user, turn_id)
+            self.submit(lambda: self.tell_privately(place, NOT_YOURS), "refusing a vote")
             return {"status": 200}
         await asyncio.to_thread(self.conversations.vote, turn_id, place.user, vote, comment)
         return {"status": 200}
