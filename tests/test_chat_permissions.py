@@ -248,7 +248,7 @@ def test_teams_personal_chat_and_channel_follow_the_policy(teams: RunningTeams) 
     assert len([c for c in teams.connector.calls if c.method == "create"]) == 1  # nobody else was hinted at
 
 
-def test_teams_explain_is_refused_to_who_may_no_longer_read_the_sources(
+def test_teams_explain_and_votes_are_refused_to_who_may_no_longer_read_the_sources(
     teams: RunningTeams, wiki: Wiki
 ) -> None:
     conversation, answer = teams_ask(teams, ON_CALL, where="personal")
@@ -261,8 +261,15 @@ def test_teams_explain_is_refused_to_who_may_no_longer_read_the_sources(
     )
     reply = teams.send.post(press).json()
     assert reply["value"] == NOT_YOURS
+    vote = teams.send.feedback(
+        "like", message_id=sent_id(teams, answer), conversation=conversation, kind="personal"
+    )
+    assert teams.send.post(vote).status_code == 200
+    [refused] = teams.connector.wait_for(lambda: messages(teams, "a:personal-29:alice"))
+    assert refused.body["text"] == NOT_YOURS  # the vote's refusal, in the personal chat
     teams.bot.wait_idle()
     assert len(messages(teams, conversation)) == 1  # no explanation was posted
+    assert wiki.tw.store.feedback_summary()["up"] == 0  # nor the vote recorded
 
 
 def test_teams_admin_everyone_command(teams: RunningTeams) -> None:
