@@ -176,3 +176,33 @@ class FairPool:
         if wait:
             for thread in self._threads:
                 thread.join()
+
+
+TOO_MANY = "You have {count} questions waiting for answers already; I'll take new ones as soon as those are answered."
+
+
+class Admission:
+    """At most `limit` questions of one person waiting or being answered at once. Several listeners check at
+    once, so a question counts from `reserve` until it is in the pool (which counts it from then on)."""
+
+    def __init__(self, *, pool: FairPool, limit: int) -> None:
+        self.pool = pool
+        self.limit = limit
+        self._lock = threading.Lock()
+        self._reserved: dict[str, int] = {}  # questions past the check, not yet in the pool
+
+    def reserve(self, user: str) -> str | None:
+        """Count a question of `user` as in flight from now, or say (politely) why not."""
+        with self._lock:
+            count = self.pool.in_flight(user) + self._reserved.get(user, 0)
+            if count >= self.limit:
+                return TOO_MANY.format(count=count)
+            self._reserved[user] = self._reserved.get(user, 0) + 1
+            return None
+
+    def release(self, user: str) -> None:
+        """The reservation ends once the question is in the pool (or was refused)."""
+        with self._lock:
+            self._reserved[user] -= 1
+            if not self._reserved[user]:
+                del self._reserved[user]

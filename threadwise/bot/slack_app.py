@@ -28,9 +28,9 @@ from threadwise.bot import blocks
 from threadwise.bot.admin_commands import AdminCheck, AdminCommands
 from threadwise.bot.home import home_view
 from threadwise.bot.identity import WITHHELD_HINT
-from threadwise.bot.mrkdwn import mentions_other_user, plain_question
-from threadwise.bot.pool import Activity, FairPool, TrackedPool
-from threadwise.bot.question import PLATFORM, Question
+from threadwise.bot.mrkdwn import mentions_other_user
+from threadwise.bot.pool import Activity, Admission, FairPool, TrackedPool
+from threadwise.bot.question import PLATFORM, Question, question_of
 from threadwise.bot.slack_actions import ActionContext, register_actions
 from threadwise.bot.slack_handover import INBOX, inbox_key, replay_received, resume_slack
 from threadwise.bot.slack_identity import is_direct_message, slack_directory
@@ -54,7 +54,6 @@ TOO_LONG = (
     "That question is too long for me ({length:,} characters; I read up to {limit:,}). "
     "Please ask it in fewer words, or link the page it is about."
 )
-TOO_MANY = "You have {count} questions waiting for answers already; I'll take new ones as soon as those are answered."
 EXTERNAL = "Sorry, I only answer members of this workspace: the pages I know are internal to it."
 _ANSWERED_SUBTYPES = (None, "thread_broadcast", "file_share")
 
@@ -102,8 +101,7 @@ class SlackBot:
             allow_external_users=settings.allow_external_users,
         )
         self.emails = slack_directory(self.client, ttl=settings.identity_ttl)  # who asks: users.info's e-mail
-        self._admit = threading.Lock()
-        self._reserved: dict[str, int] = {}  # questions past the per-user check, not yet in the pool
+        self.admission = Admission(pool=self.workers, limit=settings.max_questions_per_user)
         bolt_log = logging.getLogger("threadwise.bolt")
         bolt_log.addFilter(_quiet_token_note)
         self.app = App(
@@ -188,7 +186,7 @@ class SlackBot:
     def _mention(self, body: dict[str, Any], event: dict[str, Any], context: Any) -> None:
         if event.get("bot_id") or event.get("subtype") not in _ANSWERED_SUBTYPES:
             return
-        question = self._question(body, event, context)
+        question = question_of(body, event, context)
         if question is None:
             log.info("ignored an app_mention without channel, user or ts: %s", body.get("event_id"))
             return
@@ -198,7 +196,7 @@ class SlackBot:
         """DMs are conversations; in channels, a reply in a thread the bot answered in is a follow-up."""
         if event.get("bot_id") or event.get("subtype") not in _ANSWERED_SUBTYPES:
             return
-        question = self._question(body, event, context)
+        question = question_of(body, event, context)
         if question is None or not question.text:  # e.g. a file shared without a word: not a question
             return
         if event.get("channel_type") != "im":
@@ -212,23 +210,6 @@ class SlackBot:
             if not self.conversations.knows_thread(question.key):
                 return  # never in threads the bot was not invited into
         self.start_answer(question, claim=f"{question.team}:{question.channel}:{event['ts']}")
-
-    def _question(self, body: dict[str, Any], event: dict[str, Any], context: Any) -> Question | None:
-        channel, user, ts = event.get("channel"), event.get("user"), event.get("ts")
-        if not (isinstance(channel, str) and isinstance(user, str) and isinstance(ts, str)):
-            return None
-        team = body.get("team_id") or event.get("team") or context.team_id or ""
-        text = plain_question(str(event.get("text") or ""), bot_user_id=context.bot_user_id or "")
-        return Question(
-            team=team,
-            channel=channel,
-            thread_ts=event.get("thread_ts") or ts,
-            user=user,
-            text=text,
-            ts=ts,
-            user_team=str(event.get("user_team") or ""),
-            private=is_direct_message(channel, event.get("channel_type")),
-        )
 
     def on_home_opened(self, event: dict[str, Any]) -> None:
         user = event.get("user")
@@ -293,7 +274,7 @@ class SlackBot:
             return False
         claimed = f"{PLATFORM}:{claim}" if claim is not None else None
         submitted = False
-        refusal = self._refusal(question) or self._reserve(question.user)
+        refusal = self._refusal(question) or self.admission.reserve(question.user)
         try:
             if refusal is not None:
                 self.messenger.post(question.channel, question.thread_ts, blocks.notice_message(refusal))
@@ -312,28 +293,11 @@ class SlackBot:
                 self.submit(lambda: self._answer(question, ts, claimed), "answering", owner=question.user)
                 submitted = True
             finally:
-                self._release(question.user)
+                self.admission.release(question.user)
         finally:
             if not submitted:  # refused (and told so), or failed before its answer was queued
                 self.finish_claim(claimed)
         return True
-
-    def _reserve(self, user: str) -> str | None:
-        """Count a question of `user` as in flight from now (several listeners check at once), or say why
-        not: the user has `max_questions_per_user` waiting or being answered already."""
-        with self._admit:
-            count = self.workers.in_flight(user) + self._reserved.get(user, 0)
-            if count >= self.settings.max_questions_per_user:
-                return TOO_MANY.format(count=count)
-            self._reserved[user] = self._reserved.get(user, 0) + 1
-            return None
-
-    def _release(self, user: str) -> None:
-        """The reservation ends once the question is in the pool (which counts it from then on)."""
-        with self._admit:
-            self._reserved[user] -= 1
-            if not self._reserved[user]:
-                del self._reserved[user]
 
     def _refusal(self, question: Question) -> str | None:
         """Why `question` is not answered (politely), or None."""
