@@ -41,18 +41,25 @@ for line in sys.stdin:
         "dense": [h.evidence.page_id for h in app.index.search_dense(app.embedder.embed_query(q), 3)],
     }), flush=True)
 """
+
+
+def replicas_env(postgres_url: str, chroma_url: str) -> dict[str, str]:
+    """The settings replicas share: one database, one Chroma server, one collection of their own."""
+    return {
+        "THREADWISE_EMBEDDER": "hashing",
+        "THREADWISE_DATABASE_URL": postgres_url,
+        "THREADWISE_CHROMA_URL": chroma_url,
+        "THREADWISE_CHROMA_COLLECTION": f"replicas-{uuid.uuid4().hex[:8]}",
+    }
+
+
 QUESTION = "zanzibar quokka"  # words no sample page has
 
 
 def test_a_replica_answers_from_the_change_another_replica_made(
     postgres_url: str, chroma_url: str, tmp_path: Path
 ) -> None:
-    env = {
-        "THREADWISE_EMBEDDER": "hashing",
-        "THREADWISE_DATABASE_URL": postgres_url,
-        "THREADWISE_CHROMA_URL": chroma_url,
-        "THREADWISE_CHROMA_COLLECTION": f"replicas-{uuid.uuid4().hex[:8]}",
-    }
+    env = replicas_env(postgres_url, chroma_url)
     a = Threadwise(settings=load_settings(env=env, data_dir=tmp_path / "a"))
     pages, _ = load_pages(SAMPLE_WIKI_DIR)
     index_pages(a.index, pages)
@@ -104,12 +111,7 @@ def test_writers_on_two_replicas_take_turns_through_the_database(
 ) -> None:
     """Each replica's folder has its own lock file, which the other cannot see: the collection's advisory lock
     in PostgreSQL makes B's page switch wait while A holds the index's write lock."""
-    env = {
-        "THREADWISE_EMBEDDER": "hashing",
-        "THREADWISE_DATABASE_URL": postgres_url,
-        "THREADWISE_CHROMA_URL": chroma_url,
-        "THREADWISE_CHROMA_COLLECTION": f"writers-{uuid.uuid4().hex[:8]}",
-    }
+    env = replicas_env(postgres_url, chroma_url)
     a = Threadwise(settings=load_settings(env=env, data_dir=tmp_path / "a"))
     b = Threadwise(settings=load_settings(env=env, data_dir=tmp_path / "b"))
     pages, _ = load_pages(SAMPLE_WIKI_DIR)
