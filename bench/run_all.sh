@@ -39,3 +39,6 @@ for spec in "e5 12" "use 40"; do
   .venv/bin/python bench/embeddings_server_bench.py --embedder "$1" --pages "$2" --concurrency 1,4,8 \
     --batch-size 8 --out "$OUT/embeddings-server-$1.json"
 done
+
+# a replica following another's edit: BM25 rebuilt from the Chroma server vs a shared snapshot (PostgreSQL + chroma run)
+.venv/bin/python bench/replica_bm25_bench.py --sizes 215 2150 --json "$OUT/replica-bm25.json"
