@@ -189,3 +189,24 @@ def test_unreadable_space_permissions_hide_the_space(cli: Cli) -> None:
     cli.sync()
     assert "900" not in cli.pages(BUDGET, "bob@example.com")
     assert "unreadable, treated as restricted: space FIN" in cli.sync("--permissions")
+
+
+def test_may_read_and_the_declaration_as_listed(cli: Cli) -> None:
+    from threadwise.permissions import Asker
+    from threadwise.settings import load_settings
+    from threadwise.wiring import Threadwise
+
+    cli.fake.restrict("113", groups=["hr"])
+    cli.sync()
+    code, listed = cli.run("spaces", "list")
+    assert code == 0 and "DOCS\tDOCS\tDOCS\teveryone may view" in listed and "FIN\tFIN\tFIN\n" in listed
+    assert "everyone with access to the bot may view it" in cli.run("status")[1]
+    permissions = Threadwise(settings=load_settings(data_dir=cli.data_dir)).permissions
+    alice, bob = Asker("alice@example.com", private=True), Asker("bob@example.com", private=True)
+    assert permissions.may_read(alice, ["111", "113"]) and not permissions.may_read(bob, ["111", "113"])
+    assert permissions.may_read(bob, ["900"]) and not permissions.may_read(alice, ["900"])
+    assert not permissions.may_read(Asker("alice@example.com", private=False), ["113"])  # a channel
+    assert permissions.may_read(None, ["111"]) and not permissions.may_read(None, ["no-such-page"])
+    # withdrawing the declaration closes the channel to DOCS too
+    assert cli.run("spaces", "add", "DOCS", "--no-everyone-may-view")[0] == 0
+    assert not permissions.may_read(Asker("alice@example.com", private=False), ["111"])

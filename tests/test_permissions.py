@@ -7,6 +7,7 @@ restrictions as Confluence does (REST v1 `.../restriction/byOperation/read`, Dat
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -182,3 +183,48 @@ def test_cli_sync_status_and_ask(
         assert docs["restricted_pages"] == 0 and docs["pages"] == 6
         assert "113" in sources and "15 minutes" in answer  # the same question, answered from the page
         assert "! Permissions: THREADWISE_PERMISSIONS=off" in doctor
+
+
+def test_the_permission_sync_applies_restrictions_under_open_pages(
+    env: SyncEnv, fake: FakeConfluence
+) -> None:
+    from threadwise.sync.permission_sync import PermissionSyncer
+
+    env.syncer.sync(DOCS)
+    fake.restrict("113", groups=["hr"])  # no new version
+    fetched = len(fake.served_pages())
+    report = PermissionSyncer(syncer=env.syncer).sync(DOCS)
+    assert report.status == "ok" and (report.changed, report.dropped, report.reopened) == (1, 1, 0)
+    assert "113" not in indexed(env) and texts_of(env, "113") == []
+    assert len(fake.served_pages()) == fetched  # nothing fetched, nothing embedded
+    assert {s.key: s for s in env.admin.status()}["DOCS"].restricted_pages == 1
+    fake.restrict("113")  # lifted: the permission sync says so, the next page sync fetches it
+    report = PermissionSyncer(syncer=env.syncer).sync(DOCS)
+    assert (report.changed, report.dropped, report.reopened) == (1, 0, 1) and "113" not in indexed(env)
+    assert env.syncer.sync(DOCS).counts.added == 1 and "113" in indexed(env)
+    env.syncer.permissions = "off"
+    assert PermissionSyncer(syncer=env.syncer).sync(DOCS).status == "skipped"
+
+
+def test_the_scheduler_runs_the_permission_sync(env: SyncEnv, fake: FakeConfluence) -> None:
+    from threadwise.sync.scheduler import PERMISSION_JOB_ID, SyncScheduler
+
+    env.admin.add_space("DOCS")
+    env.admin.sync()
+    fake.restrict("113", groups=["hr"])
+    scheduler = SyncScheduler(admin=env.admin, interval_minutes=60, permission_interval_minutes=0.005)
+    scheduler.start(run_now=False)
+    try:
+        deadline = time.monotonic() + 30
+        while "113" in indexed(env):  # the page sync is an hour away: only the permission sync removes it
+            assert time.monotonic() < deadline, "the permission sync did not run"
+            time.sleep(0.05)
+    finally:
+        scheduler.shutdown()
+    assert env.admin.store.last_run("DOCS").trigger != "schedule"  # type: ignore[union-attr]
+    never = SyncScheduler(admin=env.admin, permission_interval_minutes=0)
+    never.start(run_now=False)
+    try:
+        assert never._scheduler.get_job(PERMISSION_JOB_ID) is None
+    finally:
+        never.shutdown()
