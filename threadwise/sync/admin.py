@@ -14,12 +14,12 @@ from sqlalchemy import delete, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from threadwise.connectors.confluence import NOT_CONFIGURED, ConfluenceClient, ConfluenceError, SpaceInfo
-from threadwise.connectors.scope import SpaceScope
 from threadwise.core.types import PageFailure, RestrictedPage
 from threadwise.db.sync_tables import ChannelSpacesRow, SyncedSpaceRow, SyncRunRow, as_utc
 from threadwise.errors import ThreadwiseError
 from threadwise.index.store import EvidenceIndex
 from threadwise.sync.leader import SyncBusy, SyncLock
+from threadwise.sync.space_config import SpaceConfig, space_config
 from threadwise.sync.store import FOLDER_TRIGGER, INTERRUPTED, SyncStore, process_gone
 from threadwise.sync.sync import Progress, SpaceSyncer, SyncBusyError, SyncReport
 
@@ -35,21 +35,6 @@ class NotConfiguredError(AdminError):
     """The action needs Confluence, which is not (or only half) configured: a configuration error."""
 
     exit_code = 2
-
-
-@dataclass(frozen=True)
-class SpaceConfig:
-    key: str
-    name: str
-    parent_id: str | None
-    exclude_labels: tuple[str, ...]
-    added_at: datetime | None
-    enabled: bool
-    everyone_may_view: bool = False  # the admin's declaration (per-user: its open pages answer in channels)
-
-    @property
-    def scope(self) -> SpaceScope:
-        return SpaceScope.of(self.key, self.parent_id, self.exclude_labels)
 
 
 @dataclass(frozen=True)
@@ -169,7 +154,7 @@ class AdminService:
         """The configured spaces, by key."""
         with self.sessions() as s:
             rows = s.scalars(select(SyncedSpaceRow).order_by(SyncedSpaceRow.key)).all()
-            return [_config(r) for r in rows]
+            return [space_config(r) for r in rows]
 
     def available_spaces(self) -> list[SpaceInfo]:
         """The spaces the Confluence credentials can see."""
@@ -257,7 +242,7 @@ class AdminService:
         if row is None:
             configured = ", ".join(c.key for c in self.list_spaces()) or "none"
             raise AdminError(f"space {key!r} is not configured (configured: {configured})")
-        return _config(row)
+        return space_config(row)
 
     # ----- syncing -----
     def sync(
@@ -363,15 +348,3 @@ class AdminService:
         with self.sessions() as s:
             q = select(ChannelSpacesRow.space).where(ChannelSpacesRow.channel == channel)
             return tuple(sorted(s.scalars(q).all()))
-
-
-def _config(row: SyncedSpaceRow) -> SpaceConfig:
-    return SpaceConfig(
-        key=row.key,
-        name=row.name or row.key,
-        parent_id=row.parent_id,
-        exclude_labels=tuple(row.exclude_labels or ()),
-        added_at=as_utc(row.added_at),
-        enabled=row.enabled,
-        everyone_may_view=bool(row.everyone_may_view),
-    )
