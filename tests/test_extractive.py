@@ -7,9 +7,16 @@ import threading
 import pytest
 
 from threadwise.core.answer.extractive import ExtractiveAnswerer
-from threadwise.core.answer.question import expected_answer_type, has_answer_type, is_german, question_parts
+from threadwise.core.answer.question import (
+    expected_answer_type,
+    has_answer_type,
+    is_german,
+    own_and_history,
+    question_parts,
+)
 from threadwise.core.answer.spans import list_items, split_sentences, table_headers, verbalized_cells
-from threadwise.core.types import NOT_FOUND_PLAIN, NOT_FOUND_PLAIN_DE, Evidence, EvidenceKind
+from threadwise.core.complete.history import HistoryCompleter
+from threadwise.core.types import NOT_FOUND_PLAIN, NOT_FOUND_PLAIN_DE, Evidence, EvidenceKind, PastTurn
 from threadwise.models.embedders import UniversalSentenceEncoder
 
 
@@ -316,3 +323,15 @@ def test_two_pages_that_disagree_are_said_to(answerer: ExtractiveAnswerer) -> No
     answer = answerer.answer("Which BIOS does the Dell OptiPlex 7040 have?", [report, other_page])
     assert "1.14.0" in answer.text
     assert "Another source says otherwise: Platform: Dell OptiPlex 7040; BIOS: 1.12.0" in answer.text
+
+
+def test_a_follow_up_completed_offline_is_scored_by_its_own_question(answerer: ExtractiveAnswerer) -> None:
+    earlier = "Which host is recommended for building OpenXT with BuildBot?"
+    question = (
+        HistoryCompleter()
+        .complete("How long does a full build take?", [PastTurn(earlier, earlier, "Debian Jessie")])
+        .question
+    )
+    assert own_and_history(question) == ("How long does a full build take?", earlier)
+    best = answerer.score_spans(question, [BUILD_PASSAGE])[0][0]
+    assert "four hours" in best.span.text  # not the host sentence that the earlier question's words match

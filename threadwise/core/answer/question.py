@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from typing import Literal
 
+from threadwise.core.complete.history import SEPARATOR
 from threadwise.core.language import is_german
 
 # --- expected answer type: "when" wants a date, "how many" a number, "who" a name ----------------------------
@@ -58,6 +59,13 @@ _WH = (
 _SECOND_PART = re.compile(rf"(?:,\s*|\s)(?:and|und|or|oder|as well as|sowie)\s+(?=(?:{_WH})\b)", re.I)
 
 
+def own_and_history(question: str) -> tuple[str, str]:
+    """A question completed offline is the question itself, then earlier questions of the conversation after
+    `SEPARATOR` (core/complete/history.py): (the question itself, what came before; "" when none)."""
+    own, _, history = question.partition(SEPARATOR)
+    return own, history.replace(SEPARATOR, " ")
+
+
 def question_parts(question: str) -> list[str]:
     """The sub-questions of a question that asks several things ("Who is paged, and how fast?" gives two);
     a question that asks one thing is its own only part."""
@@ -66,4 +74,4 @@ def question_parts(question: str) -> list[str]:
     return parts if len(parts) > 1 else [question]
 
 
-__all__ = ["expected_answer_type", "has_answer_type", "is_german", "question_parts"]
+__all__ = ["expected_answer_type", "has_answer_type", "is_german", "own_and_history", "question_parts"]
