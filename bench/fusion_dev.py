@@ -76,8 +76,12 @@ def main() -> int:
     ]
     for rank in (2, 3, 4):
         for names in (("dense",), ("lexical", "dense")):
-            label = f"heads {'+'.join(names)} at {rank}"
-            choices.append((label, dataclasses.replace(base, head_rank=rank, head_rankings=names), False))
+            for unseen in (False, True):
+                label = f"heads {'+'.join(names)} at {rank}{' unseen' if unseen else ''}"
+                opts = dataclasses.replace(
+                    base, head_rank=rank, head_rankings=names, heads_unseen_only=unseen
+                )
+                choices.append((label, opts, False))
     print(f"{'choice':<30}" + "".join(f"{name:>26}" for name in data))
     for label, opts, gated in choices:
         cells = []

@@ -200,7 +200,7 @@ def qualify_failures(
     return out
 
 
-def _disagrees(span: Span, other: Span) -> bool:
+def disagrees(span: Span, other: Span) -> bool:
     """Two rows about the same thing (same first cell) that give one column different values."""
     if not span.cells or not other.cells or span.cells[0] != other.cells[0]:
         return False
@@ -217,9 +217,7 @@ def mark_disagreements(
     out: list[Piece] = []
     for piece in pieces:
         page = evidences[piece.span.source].page_id
-        differs = any(
-            evidences[p.span.source].page_id != page and _disagrees(p.span, piece.span) for p in out
-        )
+        differs = any(evidences[p.span.source].page_id != page and disagrees(p.span, piece.span) for p in out)
         out.append(Piece(piece.span, note) if differs and not piece.note else piece)
     return out
 

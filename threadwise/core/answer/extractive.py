@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from threadwise.core.answer.compose import Piece, compose, render
+from threadwise.core.answer.compose import Piece, compose, disagrees, render
 from threadwise.core.answer.question import (
     expected_answer_type,
     has_answer_type,
@@ -122,6 +122,7 @@ class ExtractiveAnswerer:
         70  # dev split numbers of this and the bonuses below: README, "How the offline answerer"
     )
     second_margin: float = 0.3
+    other_page_margin: float = 0.0
     max_pieces: int = 2
     max_span_words: int = 45
     max_candidates: int = 24
@@ -143,7 +144,7 @@ class ExtractiveAnswerer:
         ranked = self.score_spans(question, evidences, parts=parts)
         if not ranked or self.confidence(question, evidences, ranked[0][0]) < self.min_confidence:
             return not_found_answer(question, evidences, answerer=self.name)
-        pieces = self._choose(ranked)
+        pieces = self._choose(ranked, [e.page_id for e in evidences])
         text = compose(
             pieces,
             evidences,
@@ -164,9 +165,11 @@ class ExtractiveAnswerer:
             coverage = max(coverage, best.cosine)
         return best.cosine + coverage
 
-    def _choose(self, ranked: list[list[Scored]]) -> list[Piece]:
+    def _choose(self, ranked: list[list[Scored]], pages: Sequence[str]) -> list[Piece]:
         """The best unit of each part of the question; for a one-part question, also a close runner-up
-        from another evidence (several rows or pages often answer together)."""
+        from another evidence (several rows often answer together): within `second_margin` of the best on
+        the same page; on another page within `other_page_margin`, or when it is a row that disagrees with
+        the best one (said so in the answer, see compose.py)."""
         pieces: list[Piece] = []
         for part in ranked:
             best = part[0]
@@ -178,6 +181,10 @@ class ExtractiveAnswerer:
         for other in ranked[0][1:]:
             if len(pieces) >= limit or best.score - other.score > self.second_margin:
                 break
+            same_page = pages[other.span.source] == pages[best.span.source]
+            if not same_page and best.score - other.score > self.other_page_margin:
+                if not disagrees(best.span, other.span):  # a page that says otherwise is always shown
+                    continue
             if other.span.source not in sources:
                 pieces.append(Piece(other.span))
                 sources.add(other.span.source)

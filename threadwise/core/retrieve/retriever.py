@@ -40,6 +40,7 @@ class RetrievalOptions:
     # Dev split numbers in the README (bench/fusion_dev.py).
     head_rank: int = 2
     head_rankings: tuple[str, ...] = ("lexical", "dense")
+    heads_unseen_only: bool = False
 
 
 @dataclass(frozen=True)
@@ -68,14 +69,20 @@ def keep_ranking_heads(
     rank: int,
     top_k: int,
     hits: int = 2,
+    unseen_only: bool = False,
+    witnesses: Sequence[Sequence[str]] = (),
 ) -> list[tuple[str, float]]:
     """For each ranking whose best hit's page is missing from the fused top-k, move that page's best `hits`
-    hits of that ranking to `rank` and after (see `RetrievalOptions.head_rank`)."""
+    hits of that ranking to `rank` and after (see `RetrievalOptions.head_rank`). With `unseen_only`, only when
+    none of the other rankings in `witnesses` (evidence or page ids) found that page at all."""
     for ranking in rankings:
         if not ranking or rank <= 0:
             continue
         page = page_of[ranking[0]]
         if page in {page_of[eid] for eid, _ in fused[:top_k]}:
+            continue
+        seen = {page_of.get(x, x) for other in witnesses if other is not ranking for x in other}
+        if unseen_only and page in seen:
             continue
         moving = [eid for eid in ranking if page_of[eid] == page][:hits]
         moved = [pair for pair in fused if pair[0] in moving]
@@ -112,7 +119,15 @@ def fuse(
     if opts.mode == "hybrid" and opts.head_rank > 0:
         named = {"lexical": lexical, "dense": dense}
         heads = [named[name] for name in opts.head_rankings]
-        fused = keep_ranking_heads(fused, heads, page_of, rank=opts.head_rank, top_k=opts.top_k)
+        fused = keep_ranking_heads(
+            fused,
+            heads,
+            page_of,
+            rank=opts.head_rank,
+            top_k=opts.top_k,
+            unseen_only=opts.heads_unseen_only,
+            witnesses=[lexical, dense, page_ranking],
+        )
     return fused
 
 
