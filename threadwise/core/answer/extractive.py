@@ -98,7 +98,8 @@ class ExtractiveAnswerer:
     - `type_bonus`: for a unit holding what the wh-word asks for (a date for "when", a number for "how many").
     - `echo_penalty`: for units that are questions or only repeat the question's terms.
     - `budget_words`: the answer's length; the best unit is quoted whole and its context fills the rest.
-    - `second_margin`: a unit of another evidence joins the answer when it scores within this of the best.
+    - `second_margin`: a unit of another evidence of the same page joins the answer when it scores within
+      this of the best; `other_page_margin` the same for another page (a row that disagrees always joins).
     - `top_page_bonus`: for a unit of the top evidence's page (the page retrieval is surest of holds the best
       unit most of the time, in whichever of its evidences).
     - `lead_bonus`: for the first unit of its evidence (a section's or a list's opening line often states what
