@@ -176,6 +176,9 @@ def test_admin_syncs_on_two_replicas_run_one_after_the_other(
     with a.admin.sync_lock.held():  # type: ignore[union-attr]
         with pytest.raises(AdminError, match="already running on replica-a"):
             b.admin.sync("HR", trigger="schedule", wait=False)
+        with pytest.raises(AdminError, match="already running on replica-a; try again when it has finished"):
+            b.admin.remove_space("HR")  # no purge under another replica's sync
+    assert b.admin.remove_space("HR") == 6
 
 
 def test_only_the_leader_runs_the_schedule(tmp_path: Path, fake: FakeConfluence, database_url: str) -> None:

@@ -6,6 +6,7 @@ Every method either does what it says or raises `AdminError` with a message fit 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
+from contextlib import nullcontext
 from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -224,12 +225,13 @@ class AdminService:
         """Stop syncing a space and purge its evidence; returns how many pages were removed."""
         config = self._configured(key)
         try:
-            if self.syncer is not None:
-                removed = self.syncer.purge(config.key)
-            else:
-                removed = self.index.delete_space(config.key)
-                self.store.forget_space(config.key)
-        except SyncBusyError as e:
+            with self.sync_lock.held(wait=False) if self.sync_lock else nullcontext():  # not under a sync
+                if self.syncer is not None:
+                    removed = self.syncer.purge(config.key)
+                else:
+                    removed = self.index.delete_space(config.key)
+                    self.store.forget_space(config.key)
+        except (SyncBusyError, SyncBusy) as e:
             raise AdminError(f"{e}; try again when it has finished") from e
         with self.sessions() as s, s.begin():
             s.execute(delete(ChannelSpacesRow).where(ChannelSpacesRow.space == config.key))
