@@ -71,3 +71,27 @@ def test_upgrade_widens_short_strings_on_postgresql(postgres_url: str) -> None:
     store = ConversationStore(sessions=make_sessions(engine))
     assert store.conversation_id(ThreadKey("teams", "T", "C", "1.0")) == cid  # the old row is kept
     assert store.conversation_id(ThreadKey("teams", "T", "C", teams_thread)) != cid
+
+
+def test_upgrade_makes_a_short_title_column_text_on_postgresql(postgres_url: str) -> None:
+    """The manifest's title became TEXT (a folder's page JSON may carry any length); an older VARCHAR column
+    is widened in place, keeping its rows."""
+    from threadwise.index.manifest import IndexManifest, PageState
+
+    engine = make_engine(postgres_url)
+    upgrade(engine)
+    manifest = IndexManifest(engine=engine, collection="evidence")
+    manifest.create("hashing")
+    manifest.put(PageState("1", "ENG", 1, "h1", "Short", 2))
+    with engine.begin() as conn:
+        conn.execute(text('ALTER TABLE index_pages ALTER COLUMN "title" TYPE VARCHAR(64)'))
+    engine.dispose()
+
+    engine = make_engine(postgres_url)
+    upgrade(engine)
+    columns = {c["name"]: c["type"] for c in inspect(engine).get_columns("index_pages")}
+    assert getattr(columns["title"], "length", None) is None
+    manifest = IndexManifest(engine=engine, collection="evidence")
+    manifest.put(PageState("2", "ENG", 1, "h2", "T" * 5000, 1))
+    states = {s.page_id: s for batch in manifest.states() for s in batch}
+    assert states["1"].title == "Short" and len(states["2"].title) == 5000

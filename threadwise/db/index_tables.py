@@ -3,7 +3,7 @@ replica answers from the same generation (threadwise/index/manifest.py reads and
 
 from __future__ import annotations
 
-from sqlalchemy import Index, Integer, String
+from sqlalchemy import Index, Integer, String, Text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from threadwise.db.base import Base
@@ -30,7 +30,7 @@ class IndexPageRow(Base):
     space: Mapped[str] = mapped_column(String(255))
     version: Mapped[int] = mapped_column(Integer)
     content_hash: Mapped[str] = mapped_column(String(128))
-    title: Mapped[str] = mapped_column(String(1024))
+    title: Mapped[str] = mapped_column(Text)  # a folder's page JSON may carry any length
     evidence_count: Mapped[int] = mapped_column(Integer)
 
 

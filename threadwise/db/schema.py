@@ -71,11 +71,10 @@ def _widen_strings(engine: Engine) -> None:
         lengths = {c["name"]: getattr(c["type"], "length", None) for c in insp.get_columns(table.name)}
         for col in table.columns:
             want, have = getattr(col.type, "length", None), lengths.get(col.name)
-            if isinstance(col.type, String) and want and have and have < want:
+            if isinstance(col.type, String) and have and (want is None or have < want):
+                wider = "TEXT" if want is None else f"VARCHAR({want})"  # Text: no length at all
                 with engine.begin() as conn:
-                    conn.execute(
-                        text(f'ALTER TABLE {table.name} ALTER COLUMN "{col.name}" TYPE VARCHAR({want})')
-                    )
+                    conn.execute(text(f'ALTER TABLE {table.name} ALTER COLUMN "{col.name}" TYPE {wider}'))
 
 
 def _drop_retired_columns(engine: Engine) -> None:
