@@ -11,7 +11,8 @@ FakeBotConnector's member lookup gives them).
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,7 +20,8 @@ from typing import Any
 import pytest
 
 from tests.support.fake_bot_connector import FakeBotConnector
-from tests.support.fake_confluence import FakeConfluence, tree_wiki
+from tests.support.fake_confluence import FakeConfluence, FakePage, tree_wiki
+from tests.support.fake_confluence_people import SpaceGrant
 from tests.support.fake_slack import FakeSlack
 from tests.support.slack_events import find_action
 from tests.support.slack_world import ADMIN, Running, World, running_bot
@@ -56,13 +58,22 @@ class Wiki:
     world: World
 
 
-@pytest.fixture
-def wiki(tmp_path: Path) -> Iterator[Wiki]:
-    with FakeConfluence(pages=tree_wiki(), context_path="/confluence") as fake:
+def restrict_on_call(fake: FakeConfluence) -> list[str]:
+    """The default: the On-call page restricted to hr (alice's group, not bob's); only DOCS is synced."""
+    fake.restrict("113", groups=["hr"])
+    return []
+
+
+@contextmanager
+def synced_wiki(tmp_path: Path, setup: Callable[[FakeConfluence], list[str]]) -> Iterator[Wiki]:
+    """DOCS (declared "everyone may view") and the spaces `setup` returns, synced through the real wiring
+    after `setup` changed the local Confluence."""
+    budget = FakePage(id="900", space="FIN", title="Budget", body="<p>The travel budget is 42000 euros.</p>")
+    with FakeConfluence(pages=[*tree_wiki(), budget], context_path="/confluence") as fake:
         fake.people.add_user("alice", "alice@example.com", groups=("hr",))
         fake.people.add_user("bob", "bob@example.com", groups=("eng",))
         fake.people.add_user("admin", "admin@example.com")
-        fake.restrict("113", groups=["hr"])
+        spaces = setup(fake)
         env = {
             "THREADWISE_DATA_DIR": str(tmp_path / "data"),
             "CONFLUENCE_URL": fake.url,
@@ -73,9 +84,17 @@ def wiki(tmp_path: Path) -> Iterator[Wiki]:
         }
         tw = Threadwise(settings=load_settings(env=env))
         tw.admin.add_space("DOCS", everyone_may_view=True)
-        [report] = tw.admin.sync()
-        assert report.status == "ok", report.summary()
+        for key in spaces:
+            tw.admin.add_space(key)
+        for report in tw.admin.sync():
+            assert report.status == "ok", report.summary()
         yield Wiki(fake, tw, World(tw.conversations, tw.admin, tw.index, tw.store))
+
+
+@pytest.fixture
+def wiki(tmp_path: Path) -> Iterator[Wiki]:
+    with synced_wiki(tmp_path, restrict_on_call) as synced:
+        yield synced
 
 
 @pytest.fixture
@@ -133,6 +152,64 @@ def test_in_a_channel_nobody_gets_a_restricted_page_and_only_who_could_is_told_p
     # open pages of the space everyone may view still answer in the channel
     _, meeting = in_channel(run, "UBOB", MEETING)
     assert "Monday at 10:00" in text_of(meeting)
+
+
+def restrict_team(fake: FakeConfluence) -> list[str]:
+    fake.restrict("110", users=["alice"])  # Team, above Policies and On-call
+    return []
+
+
+def alice_in_two_groups(fake: FakeConfluence) -> list[str]:
+    fake.people.groups["eng"].append("alice")  # hr and eng; bob: eng only
+    fake.restrict("112", groups=["eng"])  # Policies, above On-call
+    fake.restrict("113", groups=["hr"])
+    return []
+
+
+def fin_for_finance(fake: FakeConfluence) -> list[str]:
+    fake.people.groups["finance"] = ["bob"]
+    fake.people.grants["FIN"] = SpaceGrant(groups=["finance"])  # a space alice may not view
+    return ["FIN"]
+
+
+def unreadable_restriction(fake: FakeConfluence) -> list[str]:
+    fake.faults.restriction_statuses["112"] = 403  # the token may not read Policies' restrictions
+    return []
+
+
+BUDGET = "What is the travel budget?"
+
+
+@pytest.mark.parametrize(
+    ("setup", "question", "fact", "reader", "other", "hinted"),
+    [
+        (restrict_team, ON_CALL, RESTRICTED_FACT, "UALICE", "UBOB", ["UALICE"]),
+        # bob may read Policies (eng), which the channel may not: he is told too, and still gets no On-call
+        (alice_in_two_groups, ON_CALL, RESTRICTED_FACT, "UALICE", "UBOB", ["UALICE", "UBOB"]),
+        (fin_for_finance, BUDGET, "42000", "UBOB", "UALICE", ["UBOB"]),
+        (unreadable_restriction, ON_CALL, RESTRICTED_FACT, None, "UALICE", []),  # a 403: nobody reads it
+    ],
+    ids=["ancestor restricted", "a user in two groups", "a space some may not view", "403 on a restriction"],
+)
+def test_permitted_and_not_permitted_askers_in_a_dm_and_in_a_channel(
+    tmp_path: Path,
+    slack: FakeSlack,
+    setup: Callable[[FakeConfluence], list[str]],
+    question: str,
+    fact: str,
+    reader: str | None,
+    other: str,
+    hinted: list[str],
+) -> None:
+    with synced_wiki(tmp_path, setup) as synced, running_bot(synced.world, slack) as run:
+        if reader is not None:
+            assert fact in text_of(dm(run, reader, question))
+        assert fact not in text_of(dm(run, other, question))
+        for user in filter(None, (reader, other)):
+            _, answer = in_channel(run, user, question)
+            assert fact not in text_of(answer)
+        run.bot.wait_idle()
+        assert [m["user"] for m in hints(slack)] == hinted
 
 
 def test_an_unmapped_asker_and_a_failed_lookup_count_as_nobody(run: Running) -> None:
