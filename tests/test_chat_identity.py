@@ -16,7 +16,7 @@ from slack_sdk import WebClient
 from tests.support.fake_bot_connector import FakeBotConnector
 from tests.support.fake_slack import FakeSlack
 from tests.support.teams_activities import ALICE, TeamsSender
-from threadwise.bot.doctor import render, slack_checks
+from threadwise.bot.doctor import all_ok, render, slack_checks
 from threadwise.bot.identity import EmailDirectory, identity_ttl_seconds
 from threadwise.bot.slack_identity import is_direct_message, slack_directory, slack_email
 from threadwise.bot.slack_settings import BOT_SCOPES, SlackSettings
@@ -98,9 +98,14 @@ def test_a_token_without_the_email_scope_maps_nobody() -> None:
 def test_doctor_says_what_a_missing_email_scope_means() -> None:
     with FakeSlack(scopes=BOT_SCOPES - {"users:read.email"}) as slack:
         settings = SlackSettings(bot_token=slack.token, app_token=slack.app_token, api_url=slack.api_url)
-        report = render(slack_checks(settings, http=False))
-    assert "✘ Slack bot token: the bot token lacks the scopes users:read.email" in report
+        per_user = slack_checks(settings, http=False, per_user=True)
+        other_policies = slack_checks(settings, http=False)
+    report = render(per_user)
+    assert "✔ Slack bot token: signed in" in report
+    assert "✘ Slack e-mail scope: the bot token lacks users:read.email" in report
     assert "nobody can be matched to a Confluence account" in report and "reinstall" in report
+    assert not all_ok(per_user) and all_ok(other_policies)  # needed under per-user only: a warning else
+    assert "! Slack e-mail scope: the bot token lacks users:read.email" in render(other_policies)
 
 
 def test_the_ttl_setting() -> None:

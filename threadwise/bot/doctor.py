@@ -17,6 +17,8 @@ from slack_sdk.errors import SlackApiError
 from threadwise.bot.slack_settings import BOT_SCOPES, SlackSettings
 from threadwise.redact import redact_credentials
 
+EMAIL_SCOPE = "users:read.email"
+REINSTALL = "update the app from manifest.yml (App Manifest), then reinstall it to the workspace and copy the new token"
 _SLACK_ERRORS = {
     "invalid_auth": "the token is not valid (copied wrongly, or from another app)",
     "not_authed": "no token was sent",
@@ -50,8 +52,29 @@ def _slack_error(err: SlackApiError, variable: str) -> str:
     return f"{variable} was refused by Slack ({code}): {why}"
 
 
-def slack_checks(settings: SlackSettings, *, http: bool, client: WebClient | None = None) -> list[Check]:
-    """The bot token (auth.test), the app token (Socket Mode) or the signing secret (HTTP)."""
+def _email_scope_missing(per_user: bool) -> Check:
+    """users:read.email is what maps askers to Confluence accounts: a failure under per-user, else a warning."""
+    detail = (
+        f"the bot token lacks {EMAIL_SCOPE}, so Slack gives no e-mail addresses and nobody can be matched to a "
+        "Confluence account"
+    )
+    if per_user:
+        return Check(
+            "Slack e-mail scope",
+            False,
+            f"{detail}: under THREADWISE_PERMISSIONS=per-user everyone is answered as a person without one; "
+            + REINSTALL,
+        )
+    return Check(
+        "Slack e-mail scope", True, f"{detail} (needed for THREADWISE_PERMISSIONS=per-user)", warning=True
+    )
+
+
+def slack_checks(
+    settings: SlackSettings, *, http: bool, client: WebClient | None = None, per_user: bool = False
+) -> list[Check]:
+    """The bot token (auth.test) and its scopes, the app token (Socket Mode) or the signing secret (HTTP).
+    `per_user`: THREADWISE_PERMISSIONS=per-user, under which the e-mail scope is required."""
     client = client or WebClient(token=settings.bot_token, base_url=settings.api_url, timeout=15)
 
     def bot_token() -> str:
@@ -69,19 +92,10 @@ def slack_checks(settings: SlackSettings, *, http: bool, client: WebClient | Non
             raise ValueError(f"cannot reach the Slack Web API at {settings.api_url}: {err}") from err
         headers = {k.lower(): v for k, v in (reply.headers or {}).items()}
         granted = {s.strip() for s in str(headers.get("x-oauth-scopes", "")).split(",") if s.strip()}
-        missing = sorted(BOT_SCOPES - granted) if granted else []
+        scopes.update(granted)
+        missing = sorted(BOT_SCOPES - granted - {EMAIL_SCOPE}) if granted else []
         if missing:
-            without_email = (
-                " (without users:read.email Slack gives no e-mail addresses, so nobody can be matched to a "
-                "Confluence account: under THREADWISE_PERMISSIONS=per-user everyone is answered as a person "
-                "without one)"
-                if "users:read.email" in missing
-                else ""
-            )
-            raise ValueError(
-                f"the bot token lacks the scopes {', '.join(missing)}{without_email}: update the app from "
-                "manifest.yml (App Manifest), then reinstall it to the workspace and copy the new token"
-            )
+            raise ValueError(f"the bot token lacks the scopes {', '.join(missing)}: {REINSTALL}")
         return f"signed in as @{reply.get('user')} (user {reply.get('user_id')}) in {reply.get('team')} via {settings.api_url}"
 
     def app_token() -> str:
@@ -108,7 +122,10 @@ def slack_checks(settings: SlackSettings, *, http: bool, client: WebClient | Non
             raise ValueError("SLACK_SIGNING_SECRET does not look like a signing secret (32 hex characters)")
         return "set (Slack's requests will be checked against it)"
 
+    scopes: set[str] = set()  # what auth.test says the token has
     checks = [run_check("Slack bot token", bot_token)]
+    if scopes and EMAIL_SCOPE not in scopes:
+        checks.append(_email_scope_missing(per_user))
     checks.append(
         run_check("Slack signing secret", signing_secret) if http else run_check("Slack app token", app_token)
     )

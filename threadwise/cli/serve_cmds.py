@@ -125,7 +125,7 @@ def _doctor(tw: Threadwise, args: argparse.Namespace) -> int:
 
     slack, teams = SlackSettings.from_env(tw.settings.env), TeamsSettings.from_env(tw.settings.env)
     if slack.bot_token or not teams.configured:
-        checks = slack_checks(slack, http=args.http)
+        checks = slack_checks(slack, http=args.http, per_user=tw.settings.permissions == "per-user")
     else:
         checks = [Check("Slack", True, "not configured (Teams only)", skipped=True)]
     if teams.configured or not slack.bot_token:
