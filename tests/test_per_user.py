@@ -210,3 +210,19 @@ def test_may_read_and_the_declaration_as_listed(cli: Cli) -> None:
     # withdrawing the declaration closes the channel to DOCS too
     assert cli.run("spaces", "add", "DOCS", "--no-everyone-may-view")[0] == 0
     assert not permissions.may_read(Asker("alice@example.com", private=False), ["111"])
+
+
+def test_a_folder_of_pages_answers_without_confluence_permissions(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    hashing_embedder: None,
+) -> None:
+    """`ask`/`chat` on the sample wiki or `--docs DIR` (nothing synced): the pages have no Confluence readers,
+    so per-user filters nothing there (whoever can read the folder reads them), instead of hiding everything."""
+    for var in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "THREADWISE_LLM_BASE_URL", "CONFLUENCE_URL"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("THREADWISE_PERMISSIONS", "per-user")
+    code = main(["--data-dir", str(tmp_path), "ask", "Who is on call for a severity 1 incident?", "--json"])
+    out = capsys.readouterr().out
+    assert code == 0 and json.loads(out)["sources"]

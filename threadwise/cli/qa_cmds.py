@@ -8,6 +8,7 @@ import json
 import sys
 import uuid
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -145,7 +146,8 @@ def use_docs(app: Threadwise, docs: Path | None) -> Threadwise:
     name = (
         "sample" if docs is None else "docs-" + uuid.uuid5(uuid.NAMESPACE_URL, str(folder.resolve())).hex[:12]
     )
-    local = Threadwise(settings=app.settings, collection=name)
+    # a folder's pages carry no Confluence permissions: whoever can read the folder reads them here, as under `off`
+    local = Threadwise(settings=replace(app.settings, permissions="off"), collection=name)
     report, _skipped = index_folder_into(local, folder, remove_missing=True)
     if docs is None:
         print(
