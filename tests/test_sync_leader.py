@@ -214,3 +214,32 @@ def test_only_the_leader_runs_the_schedule(tmp_path: Path, fake: FakeConfluence,
     assert seen == ["a:ok"]  # replica a started first and leads; replica b skipped its turn
     runs = SyncStore(sessions=replicas[1].sessions).last_run("HR")
     assert runs is not None and runs.trigger == "schedule"
+
+
+def test_a_replica_elected_after_a_dead_leader_syncs_at_once(
+    tmp_path: Path, fake: FakeConfluence, database_url: str
+) -> None:
+    """The dead leader's lease runs out; the replica that takes it syncs then, not an interval later."""
+    env = _replica(tmp_path, "replica-b", fake.url, database_url, _Overlap())
+    env.admin.add_space("HR")
+    assert _leases(database_url).acquire("sync-leader", "dead-replica", 1.0)  # killed: it renews no more
+    seen: list[str] = []
+    scheduler = SyncScheduler(
+        admin=env.admin,
+        interval_minutes=60,
+        on_reports=lambda reports: seen.extend(r.status for r in reports),
+        leader=LeaderElection(leases=_leases(database_url), holder="replica-b", ttl_s=1.5),
+    )
+    scheduler.start(run_now=False)  # the schedule's first turn is an hour away
+    try:
+        assert scheduler.leader is not None and not scheduler.leader.is_leader()
+        deadline = time.monotonic() + 30
+        while not seen and time.monotonic() < deadline:
+            time.sleep(0.05)
+    finally:
+        scheduler.shutdown()
+    assert seen == ["ok"]
+    last = SyncStore(sessions=env.sessions).last_run("HR")
+    assert last is not None and last.trigger == "schedule"
+    current = _leases(database_url).current("sync-leader")
+    assert current is not None and current.holder == "replica-b"
