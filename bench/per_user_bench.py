@@ -71,9 +71,9 @@ def bench_sync(args: argparse.Namespace) -> dict[str, Any]:
             f"{len(ids)} pages in {len(fake.spaces())} spaces, {len(restricted)} restricted; "
             f"first page sync (per-user, hashing embedder) {first:.1f} s"
         )
-        syncer = PermissionSyncer(syncer=env.syncer)
         runs = []
         for run in range(args.runs):
+            syncer = PermissionSyncer(syncer=env.syncer)  # one per run, as `sync --permissions` and serve do
             fake.restrict(restricted[run % len(restricted)], groups=[GROUPS[(run + 1) % 5]])
             fake.requests.clear()
             t, c = time.perf_counter(), cpu_s()

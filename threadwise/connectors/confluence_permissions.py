@@ -84,10 +84,13 @@ class GroupMembers:
 
 @dataclass
 class Directory:
-    """Users and groups seen while reading permissions (filled as reads go)."""
+    """Users and groups seen while reading permissions (filled as reads go). One permission sync shares it
+    across its spaces, so each group's members and each user's e-mail are read once per run."""
 
     users: dict[str, ConfluenceUser] = field(default_factory=dict)
     groups: dict[str, str] = field(default_factory=dict)  # group id -> name
+    members: dict[str, GroupMembers] = field(default_factory=dict)  # group id -> its members, once read
+    looked_up: set[str] = field(default_factory=set)  # user ids whose e-mail was asked for
 
     def user(self, entry: dict[str, Any]) -> str:
         """Remember a user entry of any reply; returns its id."""
@@ -225,7 +228,9 @@ class PermissionReader:
 
     # ----- groups and users -----
     def group_members(self, group_ids: Iterable[str], *, directory: Directory) -> list[GroupMembers]:
-        return [self._members(gid, directory) for gid in sorted(set(group_ids))]
+        for gid in sorted(set(group_ids) - directory.members.keys()):
+            directory.members[gid] = self._members(gid, directory)
+        return [directory.members[gid] for gid in sorted(set(group_ids))]
 
     def _members(self, gid: str, directory: Directory) -> GroupMembers:
         name = directory.groups.get(gid, gid)
@@ -247,8 +252,9 @@ class PermissionReader:
         """Look up the e-mail of each user whose entries did not carry one (Cloud may still hide it)."""
         for uid in sorted(set(user_ids)):
             known = directory.users.get(uid)
-            if known is not None and known.email:
+            if (known is not None and known.email) or uid in directory.looked_up:
                 continue
+            directory.looked_up.add(uid)
             params = {"accountId": uid} if self.cloud else {"key": uid}
             try:
                 entry = self.rest.get_json("rest/api/user", params, what=f"user {uid}")

@@ -18,6 +18,7 @@ import time
 from dataclasses import dataclass, replace
 
 from threadwise.connectors.confluence import NOT_CONFIGURED, ConfluenceClient, ConfluenceError, PageRef
+from threadwise.connectors.confluence_permissions import Directory
 from threadwise.connectors.scope import SpaceScope
 from threadwise.permissions.store import PermissionStore
 from threadwise.sync.listing import scoped_listing
@@ -64,6 +65,7 @@ class PermissionSyncer:
     def __init__(self, *, syncer: SpaceSyncer) -> None:
         self.syncer = syncer
         self.store = PermissionStore(sessions=syncer.store.sessions)
+        self.directory = Directory()  # users and groups read so far: shared by the spaces of one run
 
     def sync(self, scope: SpaceScope) -> PermissionReport:
         """Never raises for Confluence trouble: a failed or busy report says why."""
@@ -89,7 +91,9 @@ class PermissionSyncer:
         workers = self.syncer.fetch_workers
         if policy == "open-pages":
             return self._open_pages(client, space, list(listing.values()), started)
-        perms = read_permissions(client, space, list(listing.values()), workers=workers)
+        perms = read_permissions(
+            client, space, list(listing.values()), workers=workers, directory=self.directory
+        )
         duration = time.perf_counter() - started
         changed = self.store.save(
             space,

@@ -39,10 +39,16 @@ class SpacePermissions:
 
 
 def read_permissions(
-    client: ConfluenceClient, space: str, refs: Sequence[PageRef], *, workers: int = 4
+    client: ConfluenceClient,
+    space: str,
+    refs: Sequence[PageRef],
+    *,
+    workers: int = 4,
+    directory: Directory | None = None,
 ) -> SpacePermissions:
-    """Read the readers of `refs`, the space's viewers, the groups they name and those groups' users."""
-    reader, directory = client.permissions, Directory()
+    """Read the readers of `refs`, the space's viewers, the groups they name and those groups' users.
+    `directory`: users and groups already read in this run (shared across its spaces)."""
+    reader, directory = client.permissions, directory if directory is not None else Directory()
     readers = reader.page_readers(refs, space=space, directory=directory, workers=workers)
     try:
         space_id = client.space_id(space)
@@ -52,5 +58,8 @@ def read_permissions(
         viewers = reader.space_viewers(space, space_id=space_id, directory=directory)
     group_ids = set(viewers.groups) | {g for r in readers for lv in r.levels for g in lv.groups}
     groups = reader.group_members(group_ids, directory=directory)
-    reader.complete_emails(directory.users, directory=directory)
-    return SpacePermissions(readers, viewers, groups, sorted(directory.users.values(), key=lambda u: u.id))
+    named = set(viewers.users) | {u for r in readers for lv in r.levels for u in lv.users}
+    named |= {u for g in groups for u in g.members}
+    reader.complete_emails(named, directory=directory)
+    users = [directory.users[u] for u in sorted(named) if u in directory.users]
+    return SpacePermissions(readers, viewers, groups, users)
