@@ -10,6 +10,15 @@ from threadwise.bot.slack_identity import is_direct_message
 from threadwise.db.conversations import ThreadKey
 
 PLATFORM = "slack"
+EMPTY_QUESTION = (
+    "Hi! Ask me a question about your Confluence pages, for example "
+    "_@Threadwise how do I request a new laptop?_ I'll answer in the thread."
+)
+TOO_LONG = (
+    "That question is too long for me ({length:,} characters; I read up to {limit:,}). "
+    "Please ask it in fewer words, or link the page it is about."
+)
+EXTERNAL = "Sorry, I only answer members of this workspace: the pages I know are internal to it."
 
 
 @dataclass(frozen=True)
@@ -47,3 +56,15 @@ def question_of(body: dict[str, Any], event: dict[str, Any], context: Any) -> Qu
         user_team=str(event.get("user_team") or ""),
         private=is_direct_message(channel, event.get("channel_type")),
     )
+
+
+def refusal_of(question: Question, *, external: bool, max_chars: int) -> str | None:
+    """Why `question` is not answered (politely), or None. `external`: the asker is of another organisation
+    and not let in."""
+    if not question.text:
+        return EMPTY_QUESTION
+    if external:
+        return EXTERNAL
+    if len(question.text) > max_chars:
+        return TOO_LONG.format(length=len(question.text), limit=max_chars)
+    return None

@@ -30,31 +30,21 @@ from threadwise.bot.home import home_view
 from threadwise.bot.identity import WITHHELD_HINT
 from threadwise.bot.mrkdwn import mentions_other_user
 from threadwise.bot.pool import Activity, Admission, FairPool, TrackedPool
-from threadwise.bot.question import PLATFORM, Question, question_of
+from threadwise.bot.question import PLATFORM, Question, question_of, refusal_of
 from threadwise.bot.slack_actions import ActionContext, register_actions
 from threadwise.bot.slack_handover import INBOX, inbox_key, replay_received, resume_slack
-from threadwise.bot.slack_identity import is_direct_message, slack_directory
+from threadwise.bot.slack_identity import SlackAskers, slack_directory
 from threadwise.bot.slack_installation import Installation
 from threadwise.bot.slack_messenger import SlackMessenger
 from threadwise.bot.slack_settings import SlackSettings, make_client
 from threadwise.bot.slack_thread import thread_context
-from threadwise.conversations import ConversationService, TurnView
+from threadwise.conversations import ConversationService
 from threadwise.db.claims import Claim
-from threadwise.permissions import Asker
 from threadwise.sync.admin import AdminService
 
 log = logging.getLogger(__name__)
 
-EMPTY_QUESTION = (
-    "Hi! Ask me a question about your Confluence pages, for example "
-    "_@Threadwise how do I request a new laptop?_ I'll answer in the thread."
-)
 FAILED = ":warning: Sorry, I couldn't answer this time: something went wrong on my side. The error is logged; please try again."
-TOO_LONG = (
-    "That question is too long for me ({length:,} characters; I read up to {limit:,}). "
-    "Please ask it in fewer words, or link the page it is about."
-)
-EXTERNAL = "Sorry, I only answer members of this workspace: the pages I know are internal to it."
 _ANSWERED_SUBTYPES = (None, "thread_broadcast", "file_share")
 
 
@@ -100,7 +90,9 @@ class SlackBot:
             app=settings.app_id,
             allow_external_users=settings.allow_external_users,
         )
-        self.emails = slack_directory(self.client, ttl=settings.identity_ttl)  # who asks: users.info's e-mail
+        self.askers = SlackAskers(  # who asks: users.info's e-mail
+            directory=slack_directory(self.client, ttl=settings.identity_ttl), conversations=conversations
+        )
         self.admission = Admission(pool=self.workers, limit=settings.max_questions_per_user)
         bolt_log = logging.getLogger("threadwise.bolt")
         bolt_log.addFilter(_quiet_token_note)
@@ -127,7 +119,7 @@ class SlackBot:
                 submit=self.submit,
                 start_answer=self.start_answer,
                 claim=self.claim,
-                may_see=self.may_see,
+                may_see=self.askers.may_see,
             ),
         )
         self.app.error(self.on_error)
@@ -143,15 +135,6 @@ class SlackBot:
     def learn_installation(self) -> None:
         """Learn the workspace and app installed as (`serve` does at start); others' requests are dropped."""
         self.installation.learn()
-
-    def asker(self, user: str, *, private: bool) -> Asker:
-        """Who asks, for the permission service: their e-mail is looked up only when answers depend on it."""
-        return Asker(email=self.emails.email(user) if self.conversations.per_user else None, private=private)
-
-    def may_see(self, user: str, channel: str, turn: TurnView) -> bool:
-        """Whether `user`, pressing a button in `channel`, may be shown more of the stored answer `turn`."""
-        asker = self.asker(user, private=is_direct_message(channel))
-        return self.conversations.may_see(turn, asker)
 
     @property
     def waiting(self) -> int:
@@ -223,7 +206,9 @@ class SlackBot:
             spaces=self.admin.status(),
             folders=self.admin.folder_status(),
             is_admin=admin,
-            feedback=self.conversations.feedback_summary(self.asker(user, private=True)) if admin else None,
+            feedback=self.conversations.feedback_summary(self.askers.asker(user, private=True))
+            if admin
+            else None,
         )
         self.client.views_publish(user_id=user, view=view)
 
@@ -274,7 +259,11 @@ class SlackBot:
             return False
         claimed = f"{PLATFORM}:{claim}" if claim is not None else None
         submitted = False
-        refusal = self._refusal(question) or self.admission.reserve(question.user)
+        refusal = refusal_of(
+            question,
+            external=self.installation.external(question.user_team),
+            max_chars=self.settings.max_question_chars,
+        ) or self.admission.reserve(question.user)
         try:
             if refusal is not None:
                 self.messenger.post(question.channel, question.thread_ts, blocks.notice_message(refusal))
@@ -299,16 +288,6 @@ class SlackBot:
                 self.finish_claim(claimed)
         return True
 
-    def _refusal(self, question: Question) -> str | None:
-        """Why `question` is not answered (politely), or None."""
-        if not question.text:
-            return EMPTY_QUESTION
-        if self.installation.external(question.user_team):
-            return EXTERNAL
-        if len(question.text) > self.settings.max_question_chars:
-            return TOO_LONG.format(length=len(question.text), limit=self.settings.max_question_chars)
-        return None
-
     def _answer(self, question: Question, placeholder_ts: str | None, claimed: str | None = None) -> None:
         try:
             self._answer_now(question, placeholder_ts)
@@ -325,7 +304,7 @@ class SlackBot:
                 user=question.user,
                 spaces=spaces,
                 thread_messages=thread_context(self.client, self.conversations, question),
-                asker=self.asker(question.user, private=question.private),
+                asker=self.askers.asker(question.user, private=question.private),
             )
         except Exception:
             log.exception("answering %r failed", question.text)

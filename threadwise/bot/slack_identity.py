@@ -13,6 +13,8 @@ from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 
 from threadwise.bot.identity import EmailDirectory, LookupFailed
+from threadwise.conversations import ConversationService, TurnView
+from threadwise.permissions import Asker
 
 
 def slack_email(client: WebClient, user: str) -> str | None:
@@ -39,3 +41,20 @@ def is_direct_message(channel: str, channel_type: str | None = None) -> bool:
     if channel_type:
         return channel_type == "im"
     return channel.startswith("D")
+
+
+class SlackAskers:
+    """The Asker of a Slack user in a conversation, and whether they may see more of a stored answer."""
+
+    def __init__(self, *, directory: EmailDirectory, conversations: ConversationService) -> None:
+        self.directory = directory
+        self.conversations = conversations
+
+    def asker(self, user: str, *, private: bool) -> Asker:
+        """Who asks, for the permission service: their e-mail is looked up only when answers depend on it."""
+        email = self.directory.email(user) if self.conversations.per_user else None
+        return Asker(email=email, private=private)
+
+    def may_see(self, user: str, channel: str, turn: TurnView) -> bool:
+        """Whether `user`, pressing a button in `channel`, may be shown more of the stored answer `turn`."""
+        return self.conversations.may_see(turn, self.asker(user, private=is_direct_message(channel)))
