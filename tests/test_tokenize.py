@@ -78,12 +78,12 @@ def test_saved_bm25_of_another_tokenizer_is_rebuilt(tmp_path: Path) -> None:
     index = EvidenceIndex(directory=tmp_path / "idx", embedder=HashingEmbedder())
     put(index, page("1", "Alice: migrate the search index"))
     assert index.search_lexical("migrate", 3)
-    meta = tmp_path / "idx" / "evidence.bm25" / "meta.json"
+    meta = tmp_path / "idx" / "evidence.bm25" / "state.json"
     saved = json.loads(meta.read_text())
     assert saved["tokenizer"] == TOKENIZER_VERSION
     meta.write_text(json.dumps({**saved, "tokenizer": TOKENIZER_VERSION - 1}))
     store = BM25Store(directory=meta.parent)
-    assert not store.load(saved["generation"])  # stale tokenization: not loaded, so the index rebuilds it
+    assert store.load() is None  # stale tokenization: not loaded, so the index rebuilds it
     reopened = EvidenceIndex(directory=tmp_path / "idx", embedder=HashingEmbedder())
     assert [h.evidence.page_id for h in reopened.search_lexical("migrate", 3)] == ["1"]
     assert json.loads(meta.read_text())["tokenizer"] == TOKENIZER_VERSION

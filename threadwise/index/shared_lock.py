@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, ExitStack, contextmanager
 from pathlib import Path
 
-from filelock import FileLock
+from filelock import FileLock, Timeout
 
 
 class SharedLock:
@@ -81,3 +81,21 @@ class WriteLock:
                 self._held.close()  # the database's lock first, then the file's
         finally:
             self._threads.release()
+
+    def acquire_now(self) -> bool:
+        """Take the lock only if it is free this moment (no waiting), or this thread holds it already; True
+        if taken (release with __exit__). With a lock in the shared database it is not tried: False."""
+        if not self._threads.acquire(blocking=False):
+            return False
+        if self._depth == 0:
+            try:
+                if self._shared is not None:
+                    raise Timeout(str(self._file.lock_file))
+                self._file.acquire(timeout=0)
+            except Timeout:
+                self._threads.release()
+                return False
+            self._held = ExitStack()
+            self._held.callback(self._file.release)
+        self._depth += 1
+        return True

@@ -7,8 +7,10 @@ How a page update stays atomic across the two stores:
 3. the old rows are deleted, and the page's dirty mark goes.
 Queries only return rows whose (page, hash) the manifest names, so a process killed between any two steps
 answers from the previous state, and the next `flush()` sweeps the leftovers of the pages still marked dirty.
-BM25 is derived from the active rows, read a batch of pages at a time, and rebuilt when the generation has
-moved on. Nothing here reads a whole collection or the whole manifest at once: both grow with the wiki.
+BM25 is derived from the active rows: when the generation has moved on, the pages whose (version, hash, title)
+differ from what BM25 holds are read again and only they are replaced (`bm25_store`); a whole rebuild, a batch
+of pages at a time, only when there is no saved BM25 or most pages changed. Nothing here reads a whole
+collection or the whole manifest at once: both grow with the wiki.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +26,8 @@ import numpy as np
 
 from threadwise.core.protocols import Embedder
 from threadwise.core.types import EVERYTHING, Evidence, Page, Scope, ScoredEvidence
-from threadwise.index.bm25_store import BM25Store, TokenCorpus
+from threadwise.index.bm25_corpus import TokenCorpus, catch_up_bm25
+from threadwise.index.bm25_store import BM25Store
 from threadwise.index.chroma_store import ChromaServer, ChromaStore, CurrentChroma, evidence_from_row, row_id
 from threadwise.index.embedding_cache import EmbedCounts, EmbeddingCache, RowVectors, evidence_vectors
 from threadwise.index.manifest import IndexManifest, PageState
@@ -218,19 +222,26 @@ class EvidenceIndex:
 
     # ----- searching -----
     def _ensure_bm25(self) -> None:
+        """Bring both BM25 indexes to the manifest's generation: load what another process saved, then read
+        again only the pages that changed since (see `catch_up_bm25`)."""
         gen = self.generation()
-        if self._bm25.generation == gen:
+        stores = (self._bm25, self._page_bm25)
+        if all(s.generation == gen for s in stores):
             return
         with self._bm25_lock:
-            if self._bm25.generation == gen or (self._bm25.load(gen) and self._page_bm25.load(gen)):
-                return
-            evidences, pages = TokenCorpus(), TokenCorpus()
-            for batch in self.manifest.states(batch=200):
-                self._add_to_corpora(batch, evidences, pages)
-            self._bm25.rebuild(gen, evidences)
-            self._page_bm25.rebuild(gen, pages)
+            for store in stores:
+                if store.generation != gen:
+                    store.load()
+            if any(s.generation != gen for s in stores):
+                save = self._write_lock.acquire_now()  # saved only when no writer is changing the index
+                try:
+                    pages = partial(self.manifest.states, batch=200)
+                    catch_up_bm25(pages, self._add_to_corpora, gen, *stores, save=save)
+                finally:
+                    if save:
+                        self._write_lock.__exit__()
 
-    def _add_to_corpora(self, batch: list[PageState], evidences: TokenCorpus, pages: TokenCorpus) -> None:
+    def _add_to_corpora(self, batch: Sequence[PageState], evidences: TokenCorpus, pages: TokenCorpus) -> None:
         """Tokenize the active rows of a batch of pages into the evidence corpus, and each page (the title three
         times, then its text: which page is the question about?) into the page corpus."""
         active = {s.page_id: (s.content_hash, s.space, s.title) for s in batch}
@@ -240,7 +251,7 @@ class EvidenceIndex:
         for rid, doc, m in sorted(rows, key=lambda r: r[0]):
             if active[m["page_id"]][0] != m["page_hash"]:
                 continue
-            evidences.add(rid, m["space"], doc)
+            evidences.add(rid, m["space"], doc, page=m["page_id"])
             if m["kind"] != "row":  # rows repeat their table's text
                 parts[m["page_id"]].append((int(m["position"]), m["text"]))
         for pid, (_hash, space, title) in active.items():

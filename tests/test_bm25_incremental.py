@@ -1,0 +1,136 @@
+"""BM25 per changed page: after edits, deletions and merges, the incremental index scores every query as a full
+rebuild and bm25s itself do (within float error), in this process and in another that loads it from disk."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import bm25s
+import numpy as np
+import pytest
+
+from tests.test_index import evidences, open_index, page
+from threadwise.core.retrieve.tokenize import tokenize
+from threadwise.core.types import Page
+from threadwise.index.bm25_corpus import TokenCorpus
+from threadwise.index.bm25_store import BM25Store
+from threadwise.index.store import EvidenceIndex
+
+WORDS = [f"w{i}" for i in range(200)] + ["alpha", "beta", "release", "version 9.0.2", "OXT-239", "Größe"]
+QUERIES = ["alpha w3 w17", "release version 9.0", "w5 w5 beta", "OXT 239 w150", "groesse w9", "nothing here"]
+
+
+def corpus_of(pages: dict[str, list[str]]) -> TokenCorpus:
+    corpus = TokenCorpus()
+    for pid, texts in pages.items():
+        for j, text in enumerate(texts):
+            corpus.add(f"{pid}:{j}", f"S{int(pid[1:]) % 3}", text, page=pid)
+    return corpus
+
+
+def bm25s_hits(corpus: TokenCorpus, query: str, k: int) -> list[tuple[str, float]]:
+    """The reference: bm25s built from the whole corpus, queried as the store queries."""
+    model = bm25s.BM25()
+    model.index((corpus.docs, corpus.vocab), show_progress=False)
+    vocab = model.vocab_dict
+    known = [t for t in tokenize(query, known=vocab.__contains__) if t in vocab]
+    if not known:
+        return []
+    docs, scores = model.retrieve([known], k=min(k, len(corpus)), show_progress=False, n_threads=1)
+    hits = [(corpus.ids[int(d)], float(s)) for d, s in zip(docs[0], scores[0], strict=True) if s > 0]
+    return sorted(hits, key=lambda h: (-h[1], h[0]))
+
+
+def assert_same(got: list[tuple[str, float]], want: list[tuple[str, float]]) -> None:
+    assert len(got) == len(want)
+    np.testing.assert_allclose([s for _, s in got], [s for _, s in want], rtol=1e-5)
+    # the same documents, up to the order of scores equal within float error
+    assert {d for d, s in got if s > want[-1][1] * (1 + 1e-5)} == {
+        d for d, s in want if s > want[-1][1] * (1 + 1e-5)
+    }
+
+
+def test_incremental_updates_score_as_a_full_rebuild_and_bm25s(tmp_path: Path) -> None:
+    rng = random.Random(7)
+
+    def texts() -> list[str]:
+        return [
+            " ".join(rng.choice(WORDS) for _ in range(rng.randint(3, 30))) for _ in range(rng.randint(0, 4))
+        ]
+
+    pages = {f"p{i}": texts() for i in range(60)}
+    store = BM25Store(directory=tmp_path / "bm25", merge_min=25)  # small: the edits below merge several times
+    store.rebuild(1, corpus_of(pages), {p: "1" for p in pages})
+    mains = set()
+    for step in range(2, 50):
+        pid = rng.choice(sorted(pages))
+        if rng.random() < 0.2:
+            del pages[pid]
+            store.update(step, {pid: None}, TokenCorpus())
+        else:
+            pages[pid] = texts()
+            store.update(step, {pid: str(step)}, corpus_of({pid: pages[pid]}))
+        mains |= {p.name for p in (tmp_path / "bm25").glob("main-*")}
+    assert len(mains) >= 3  # merged along the way
+    assert len(list((tmp_path / "bm25").glob("main-*"))) <= 2  # older segments dropped
+
+    full = BM25Store(directory=tmp_path / "full")
+    full.rebuild(49, corpus_of(pages), {})
+    loaded = BM25Store(directory=tmp_path / "bm25")
+    assert loaded.load() == 49 and loaded.signatures == store.signatures
+    reference = corpus_of(pages)
+    for query in QUERIES:
+        want = bm25s_hits(reference, query, 40)
+        for index in (store, full, loaded):
+            got = index.search(query, 40)
+            if want:
+                assert_same(got, want)
+            else:
+                assert got == []
+    in_s1 = loaded.search("alpha w3 w17", 40, ["S1"])
+    assert in_s1 and all(int(d.split(":")[0][1:]) % 3 == 1 for d, _ in in_s1)
+
+
+def pages_of(n: int) -> list[Page]:
+    rng = random.Random(3)
+    return [
+        page(str(i), "|".join(" ".join(rng.choice(WORDS) for _ in range(12)) for _ in range(3)), space="S")
+        for i in range(n)
+    ]
+
+
+def put_all(index: EvidenceIndex, pages: list[Page]) -> None:
+    index.put_pages([(p, evidences(p, p.body.split("|"))) for p in pages])
+    index.flush()
+
+
+@pytest.mark.parametrize("query", ["alpha w3 w17", "release version 9.0 beta", "zebra crossing w12"])
+def test_an_edit_updates_bm25_without_a_rebuild_and_scores_as_a_fresh_index(
+    tmp_path: Path, query: str
+) -> None:
+    pages = pages_of(40)
+    index = open_index(tmp_path)
+    put_all(index, pages)
+    folder = tmp_path / "idx" / "evidence.bm25"
+    main_before = sorted(p.name for p in folder.glob("main-*"))
+
+    edited = page("7", "zebra crossing every Thursday|alpha release notes", version=2, space="S")
+    put_all(index, [edited])
+    index.delete_page("8")
+    index.flush()
+    assert sorted(p.name for p in folder.glob("main-*")) == main_before  # the delta took the change
+
+    final = [edited if p.id == "7" else p for p in pages if p.id != "8"]
+    fresh = EvidenceIndex(directory=tmp_path / "fresh", embedder=index.embedder)
+    put_all(fresh, final)
+    other = open_index(tmp_path)  # another process's view of the same folder: loads the saved state
+    want = [(h.evidence.id, h.score) for h in fresh.search_lexical(query, 20)]
+    for searched in (index, other):
+        got = [(h.evidence.id, h.score) for h in searched.search_lexical(query, 20)]
+        assert_same(got, want)
+    pages_want = fresh.search_pages(query, 10)
+    np.testing.assert_allclose(
+        [s for _, s in other.search_pages(query, 10)], [s for _, s in pages_want], rtol=1e-5
+    )
+    assert "8" not in {pid for pid, _ in other.search_pages("w1 w2 w3 w4 w5 w6", 40)}
