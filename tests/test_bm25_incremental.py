@@ -4,6 +4,7 @@ rebuild and bm25s itself do (within float error), in this process and in another
 from __future__ import annotations
 
 import random
+import threading
 from pathlib import Path
 
 import bm25s
@@ -134,3 +135,40 @@ def test_an_edit_updates_bm25_without_a_rebuild_and_scores_as_a_fresh_index(
         [s for _, s in other.search_pages(query, 10)], [s for _, s in pages_want], rtol=1e-5
     )
     assert "8" not in {pid for pid, _ in other.search_pages("w1 w2 w3 w4 w5 w6", 40)}
+
+
+def test_searches_in_other_threads_see_whole_updates(tmp_path: Path) -> None:
+    """A serving process searches while its scheduler's sync updates BM25: no search fails or sees half a
+    change (a page's documents are all of one version)."""
+    rng = random.Random(11)
+    store = BM25Store(directory=tmp_path / "bm25", merge_min=10)
+    store.rebuild(1, corpus_of({f"p{i}": [f"alpha w{i} v0"] * 3 for i in range(30)}), {})
+    errors: list[BaseException] = []
+    mixed: list[list[tuple[str, float]]] = []
+    done = threading.Event()
+
+    def search() -> None:
+        while not done.is_set():
+            try:
+                hits = store.search("alpha", 200)
+                by_page: dict[str, set[float]] = {}
+                for doc, score in hits:
+                    by_page.setdefault(doc.split(":")[0], set()).add(round(score, 5))
+                if any(len(scores) > 1 for scores in by_page.values()):
+                    mixed.append(hits)
+            except BaseException as error:  # noqa: BLE001 - collected and asserted below
+                errors.append(error)
+
+    threads = [threading.Thread(target=search) for _ in range(3)]
+    for t in threads:
+        t.start()
+    try:
+        for step in range(2, 60):
+            pid = f"p{rng.randrange(30)}"
+            store.update(step, {pid: str(step)}, corpus_of({pid: [f"alpha w{pid} v{step} " * 2] * 3}))
+    finally:
+        done.set()
+        for t in threads:
+            t.join(10)
+    assert not errors and not mixed
+    assert len(store.search("alpha", 200)) == 90

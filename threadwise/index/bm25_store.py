@@ -39,6 +39,7 @@ from threadwise.index.bm25_files import (
     write_main,
     write_state,
 )
+from threadwise.index.shared_lock import SharedLock
 
 K1, B = 1.5, 0.75  # bm25s' defaults, with its "lucene" idf: log(1 + (N - df + 0.5) / (df + 0.5))
 MERGE_FRACTION = (
@@ -59,13 +60,22 @@ class _Docs:
 
 
 class BM25Store:
-    """One BM25 index in a folder. Not thread-safe by itself: the evidence index serializes updates."""
+    """One BM25 index in a folder. Searches run at once with each other; a change waits for them and holds
+    them off while it mutates (a rebuild or a load is made aside and swapped in). The evidence index
+    serializes changes."""
 
     def __init__(self, *, directory: Path, merge_min: int = MERGE_MIN) -> None:
         self.directory = directory
         self.merge_min = merge_min
         self.generation = -1
+        self._lock = SharedLock()
         self._clear()
+
+    def _adopt(self, other: BM25Store) -> None:
+        """Take over the index `other` built aside (one swap, while no search runs)."""
+        state = {k: v for k, v in vars(other).items() if k not in ("directory", "merge_min", "_lock")}
+        with self._lock.exclusive():
+            self.__dict__.update(state)
 
     def _clear(self) -> None:
         self.vocab: dict[str, int] = {}
@@ -112,6 +122,10 @@ class BM25Store:
 
     def search(self, query: str, k: int, spaces: Sequence[str] | None = None) -> list[tuple[str, float]]:
         """Best documents as (id, BM25 score), best first; documents with score 0 are left out."""
+        with self._lock.shared():
+            return self._search(query, k, spaces)
+
+    def _search(self, query: str, k: int, spaces: Sequence[str] | None) -> list[tuple[str, float]]:
         if not len(self._docs.alive):
             return []
         present: dict[str, bool] = {}
@@ -141,14 +155,15 @@ class BM25Store:
     def rebuild(
         self, generation: int, corpus: TokenCorpus, signatures: Mapping[str, str], *, save: bool = True
     ) -> None:
-        """Build from a whole corpus (every page); `save`: and save it."""
-        self._clear()
-        self.vocab = dict(corpus.vocab)
-        self._append(corpus, postings=False)
-        self.signatures = dict(signatures)
-        self.generation = generation
-        self._merge(extra=term_counts(corpus.docs, (len(corpus), len(self.vocab))))
-        self._unsaved_main = True
+        """Build from a whole corpus (every page), aside while searches go on; `save`: and save it."""
+        fresh = BM25Store(directory=self.directory, merge_min=self.merge_min)
+        fresh.vocab = dict(corpus.vocab)
+        fresh._append(corpus, postings=False)
+        fresh.signatures = dict(signatures)
+        fresh.generation = generation
+        fresh._merge(extra=term_counts(corpus.docs, (len(corpus), len(fresh.vocab))))
+        fresh._unsaved_main = True
+        self._adopt(fresh)
         if save:
             self._save(new_main=True)
 
@@ -157,22 +172,23 @@ class BM25Store:
     ) -> None:
         """Replace what is indexed of the `changed` pages by their documents in `corpus` and record their
         signatures (None: the page is gone); `save`: and save. Costs the size of the change."""
-        slots = self._slots_of_pages()
-        for page in changed:
-            for slot in slots.pop(page, ()):
-                self._docs.alive[slot] = False
-        self._append(self._in_own_vocab(corpus))
-        for page, signature in changed.items():
-            if signature is None:
-                self.signatures.pop(page, None)
-            else:
-                self.signatures[page] = signature
-        self.generation = generation
-        dead = len(self._docs.alive) - int(self._docs.alive.sum())
-        merge = len(self._delta_docs) + dead > max(self.merge_min, MERGE_FRACTION * self._n_main)
-        if merge:
-            self._merge()
-        self._unsaved_main = self._unsaved_main or merge
+        with self._lock.exclusive():
+            slots = self._slots_of_pages()
+            for page in changed:
+                for slot in slots.pop(page, ()):
+                    self._docs.alive[slot] = False
+            self._append(self._in_own_vocab(corpus))
+            for page, signature in changed.items():
+                if signature is None:
+                    self.signatures.pop(page, None)
+                else:
+                    self.signatures[page] = signature
+            self.generation = generation
+            dead = len(self._docs.alive) - int(self._docs.alive.sum())
+            merge = len(self._delta_docs) + dead > max(self.merge_min, MERGE_FRACTION * self._n_main)
+            if merge:
+                self._merge()
+            self._unsaved_main = self._unsaved_main or merge
         if save:
             self._save(new_main=self._unsaved_main)
 
@@ -277,6 +293,10 @@ class BM25Store:
         """Write the state (and a new main segment) beside, then swap it in by renaming: a reader sees the old
         state or the new one. Saving is a cache for other processes and the next start: when it fails (another
         process swapping at the same moment), this one keeps its index in memory."""
+        with self._lock.shared():
+            self._save_now(new_main=new_main)
+
+    def _save_now(self, *, new_main: bool) -> None:
         mine = f"{os.getpid()}-{threading.get_ident()}"
         try:
             self.directory.mkdir(parents=True, exist_ok=True)
@@ -307,16 +327,20 @@ class BM25Store:
 
     def load(self) -> int | None:
         """Load the saved index (the main segment memory-mapped, reused when it is the one already loaded);
-        returns the generation it was saved for, or None when there is none of today's format and tokenizer."""
+        returns the generation it was saved for, or None when there is none of today's format and tokenizer
+        (then this index stays as it was)."""
+        fresh = BM25Store(directory=self.directory, merge_min=self.merge_min)
+        with self._lock.shared():
+            fresh._main, fresh._base = self._main, self._base
+            fresh._n_main, fresh._main_vocab = self._n_main, self._main_vocab
         try:
             state = read_state(self.directory)
             if state is None:
                 return None
-            self._load_state(state)
+            fresh._load_state(state)
         except (OSError, ValueError, KeyError, IndexError):  # none saved, or a main segment just dropped
-            self._clear()
-            self.generation = -1
             return None
+        self._adopt(fresh)
         return self.generation
 
     def _load_state(self, state: dict[str, Any]) -> None:
