@@ -300,7 +300,7 @@ class BM25Store:
         mine = f"{os.getpid()}-{threading.get_ident()}"
         try:
             self.directory.mkdir(parents=True, exist_ok=True)
-            if new_main:
+            if new_main or not (self.directory / self._main.name).exists():  # another process dropped it
                 assert self._base is not None
                 docs, lengths, codes = self._base
                 write_main(self.directory, self._main, lengths, codes, docs, mine)
