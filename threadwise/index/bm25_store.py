@@ -281,7 +281,8 @@ class BM25Store:
         self._n_main, self._main_vocab = len(keep), len(self.vocab)
         self._delta, self._delta_docs, self._page_slots = {}, [], None
         self._main_signatures = dict(self.signatures)
-        base = {"ids": self._docs.ids, "pages": self._docs.pages, "vocab": list(self.vocab)}
+        # copies: the slots' lists grow with the delta, the main segment's do not
+        base = {"ids": list(self._docs.ids), "pages": list(self._docs.pages), "vocab": list(self.vocab)}
         self._base = (
             {**base, "signatures": self._main_signatures},
             self._docs.lengths,
