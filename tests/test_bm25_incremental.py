@@ -172,3 +172,19 @@ def test_searches_in_other_threads_see_whole_updates(tmp_path: Path) -> None:
             t.join(10)
     assert not errors and not mixed
     assert len(store.search("alpha", 200)) == 90
+
+
+def test_a_state_saved_after_unsaved_changes_loads_whole(tmp_path: Path) -> None:
+    """A process that could not save (another was writing) merges and appends in memory, then saves: the
+    saved main segment and delta load into the same index."""
+    pages = {f"p{i}": [f"alpha w{i} beta", f"w{i} release"] for i in range(12)}
+    store = BM25Store(directory=tmp_path / "bm25", merge_min=4)
+    store.rebuild(1, corpus_of(pages), {p: "1" for p in pages}, save=False)
+    pages["p3"] = ["alpha gamma w300"]
+    store.update(2, {"p3": "2"}, corpus_of({"p3": pages["p3"]}), save=False)
+    pages["p20"] = ["alpha w20 delta"]
+    store.update(3, {"p20": "3"}, corpus_of({"p20": pages["p20"]}))
+    loaded = BM25Store(directory=tmp_path / "bm25")
+    assert loaded.load() == 3 and loaded.signatures == store.signatures
+    for query in ("alpha", "w3 gamma", "w20 delta", "release w7"):
+        assert_same(loaded.search(query, 30), bm25s_hits(corpus_of(pages), query, 30))
