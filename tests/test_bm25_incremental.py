@@ -188,3 +188,20 @@ def test_a_state_saved_after_unsaved_changes_loads_whole(tmp_path: Path) -> None
     assert loaded.load() == 3 and loaded.signatures == store.signatures
     for query in ("alpha", "w3 gamma", "w20 delta", "release w7"):
         assert_same(loaded.search(query, 30), bm25s_hits(corpus_of(pages), query, 30))
+
+
+def test_hidden_pages_and_spaces_are_left_out_before_the_top_k(tmp_path: Path) -> None:
+    pages = {
+        f"p{i}": [f"alpha w{i % 5} beta" + " pad" * i, f"alpha release w{i}" + " pad" * i] for i in range(30)
+    }
+    store = BM25Store(directory=tmp_path / "bm25")
+    store.rebuild(1, corpus_of(pages), {})
+    every = store.search("alpha release", 200)
+    hidden = {"p3", "p4", "p10"}
+    visible = [(d, s) for d, s in every if d.split(":")[0] not in hidden]
+    assert (
+        store.search("alpha release", 5, hidden_pages=hidden) == visible[:5]
+    )  # same scores, the 5 best left
+    in_s1 = [(d, s) for d, s in every if d.split(":")[0] not in hidden and int(d[1:].split(":")[0]) % 3 == 1]
+    assert store.search("alpha release", 200, ["S1"], hidden) == in_s1
+    assert store.search("alpha release", 5, []) == []  # no space allowed: nothing

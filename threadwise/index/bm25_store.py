@@ -22,7 +22,7 @@ import os
 import threading
 import uuid
 from array import array
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -120,12 +120,22 @@ class BM25Store:
             out[docs] += (idf * tf / (norm[docs] + tf)).astype(np.float32)
         return out
 
-    def search(self, query: str, k: int, spaces: Sequence[str] | None = None) -> list[tuple[str, float]]:
-        """Best documents as (id, BM25 score), best first; documents with score 0 are left out."""
+    def search(
+        self,
+        query: str,
+        k: int,
+        spaces: Sequence[str] | None = None,
+        hidden_pages: Collection[str] = (),
+    ) -> list[tuple[str, float]]:
+        """Best documents as (id, BM25 score), best first; documents with score 0 are left out. Only documents
+        of `spaces` (None: all) whose page is not in `hidden_pages` can be found (filtered before the top k, so
+        the k best are the k best among them; the statistics stay the whole index's)."""
         with self._lock.shared():
-            return self._search(query, k, spaces)
+            return self._search(query, k, spaces, hidden_pages)
 
-    def _search(self, query: str, k: int, spaces: Sequence[str] | None) -> list[tuple[str, float]]:
+    def _search(
+        self, query: str, k: int, spaces: Sequence[str] | None, hidden_pages: Collection[str]
+    ) -> list[tuple[str, float]]:
         if not len(self._docs.alive):
             return []
         present: dict[str, bool] = {}
@@ -140,10 +150,14 @@ class BM25Store:
         if not terms:
             return []
         scores = self.scores(terms)
-        if spaces:
+        if spaces is not None:
             wanted = set(spaces)
             codes = [i for i, s in enumerate(self.spaces) if s in wanted]
             scores[~np.isin(self._docs.space_codes, codes)] = 0
+        if hidden_pages:  # few: the restricted pages the asker may not read
+            slots = self._slots_of_pages()
+            for page in hidden_pages:
+                scores[slots.get(page, [])] = 0
         k = min(k, int((scores > 0).sum()))
         if k <= 0:
             return []
@@ -234,11 +248,13 @@ class BM25Store:
             freqs.append(tf)
 
     def _slots_of_pages(self) -> dict[str, list[int]]:
+        """Each page's live slots; built once (whole, then published: searches may build it at once)."""
         if self._page_slots is None:
-            self._page_slots = {}
+            slots: dict[str, list[int]] = {}
             for slot, (page, alive) in enumerate(zip(self._docs.pages, self._docs.alive, strict=True)):
                 if alive:
-                    self._page_slots.setdefault(page, []).append(slot)
+                    slots.setdefault(page, []).append(slot)
+            self._page_slots = slots
         return self._page_slots
 
     def _merge(self, extra: Any = None) -> None:
