@@ -83,14 +83,13 @@ class WriteLock:
             self._threads.release()
 
     def acquire_now(self) -> bool:
-        """Take the lock only if it is free this moment (no waiting), or this thread holds it already; True
-        if taken (release with __exit__). With a lock in the shared database it is not tried: False."""
+        """Take this machine's part of the lock (threads, the lock file) only if it is free this moment, or
+        this thread holds it already; True if taken (release with __exit__). For what lies in this folder alone
+        (BM25's files): the shared database's lock, which may wait on another replica, is not taken."""
         if not self._threads.acquire(blocking=False):
             return False
         if self._depth == 0:
             try:
-                if self._shared is not None:
-                    raise Timeout(str(self._file.lock_file))
                 self._file.acquire(timeout=0)
             except Timeout:
                 self._threads.release()
