@@ -205,3 +205,24 @@ def test_hidden_pages_and_spaces_are_left_out_before_the_top_k(tmp_path: Path) -
     in_s1 = [(d, s) for d, s in every if d.split(":")[0] not in hidden and int(d[1:].split(":")[0]) % 3 == 1]
     assert store.search("alpha release", 200, ["S1"], hidden) == in_s1
     assert store.search("alpha release", 5, []) == []  # no space allowed: nothing
+
+
+def test_a_page_edited_twice_between_merges_loads_with_its_last_version_only(tmp_path: Path) -> None:
+    """The first edit's documents sit in the delta; the second edit kills them: a saved state must not bring
+    them back (a sync of version 2 over version 1 left 179 stale documents alive in another process)."""
+    pages = {f"p{i}": [f"alpha w{i} beta"] for i in range(10)}
+    store = BM25Store(directory=tmp_path / "bm25")  # the default merge size: no merge here
+    store.rebuild(1, corpus_of(pages), {})
+    for step, text in enumerate(["alpha gamma one", "alpha gamma two", "alpha gamma three"], start=2):
+        pages["p1"] = [text]
+        store.update(step, {"p1": str(step)}, corpus_of({"p1": pages["p1"]}))
+    loaded = BM25Store(directory=tmp_path / "bm25")
+    assert loaded.load() == 4
+    for query in ("alpha gamma", "one two three", "beta w3"):
+        want = bm25s_hits(corpus_of(pages), query, 30)
+        for index in (store, loaded):
+            got = index.search(query, 30)
+            if want:
+                assert_same(got, want)
+            else:
+                assert got == []

@@ -331,6 +331,7 @@ class BM25Store:
                 "delta": [
                     [self._docs.ids[s], self._docs.pages[s], int(self._docs.space_codes[s]), t, f]
                     for s, t, f in self._delta_docs
+                    if self._docs.alive[s]  # a delta document replaced since is not saved (nor loaded alive)
                 ],
                 "signatures": {  # what changed since the main segment: a new signature, or None (gone)
                     **{p: None for p in self._main_signatures if p not in self.signatures},
