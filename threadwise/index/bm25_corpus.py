@@ -1,4 +1,5 @@
-"""What BM25 reads: the index's pages as token ids, and bringing BM25 indexes up to date with the pages.
+"""What BM25 reads: the index's pages as token ids and their postings (counted, merged into a segment), and
+bringing BM25 indexes up to date with the pages.
 
 `catch_up_bm25` compares each page's signature (version, hash, title) with what an index holds and reads
 again only the pages that differ; the whole wiki only when nothing is saved or most pages changed.
@@ -13,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from threadwise.core.retrieve.tokenize import tokenize
+from threadwise.index.bm25_files import MainSegment
 
 if TYPE_CHECKING:
     from threadwise.index.bm25_store import BM25Store
@@ -41,6 +43,15 @@ class TokenCorpus:
     def __len__(self) -> int:
         return len(self.ids)
 
+    def remapped(self, vocab: dict[str, int]) -> TokenCorpus:
+        """The same documents with token ids of `vocab` (its new terms added to it)."""
+        words = sorted(self.vocab, key=self.vocab.__getitem__)
+        mapping = np.array([vocab.setdefault(w, len(vocab)) for w in words] or [0], np.int64)
+        out = TokenCorpus()
+        out.ids, out.pages, out.spaces, out.vocab = self.ids, self.pages, self.spaces, vocab
+        out.docs = [array("i", mapping[np.frombuffer(d, np.int32)].tolist()) for d in self.docs]
+        return out
+
 
 def term_counts(docs: Sequence[array[int]], shape: tuple[int, int]) -> Any:
     """Term frequencies of documents as a sparse slot × term matrix, counted a few thousand documents at a
@@ -60,6 +71,40 @@ def term_counts(docs: Sequence[array[int]], shape: tuple[int, int]) -> Any:
     if not rows:
         return coo_matrix(shape, dtype=np.float32)
     return coo_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))), shape=shape)
+
+
+def merged_segment(
+    name: str,
+    main: MainSegment,
+    delta_docs: Sequence[tuple[int, list[int], list[float]]],
+    keep: np.ndarray,
+    n_slots: int,
+    n_terms: int,
+    extra: Any = None,
+) -> MainSegment:
+    """One main segment of the postings of `main`, the delta's documents (slot, terms, frequencies) and
+    `extra` (a sparse slot × term matrix), keeping the slots `keep` (renumbered in that order)."""
+    from scipy.sparse import coo_matrix, csc_matrix
+
+    main_m = csc_matrix((main.tf, main.docs, main.indptr), shape=(n_slots, len(main.indptr) - 1))
+    main_m.resize((n_slots, n_terms))
+    rows = [slot for slot, terms, _ in delta_docs for _ in terms]
+    cols = [t for _, terms, _ in delta_docs for t in terms]
+    vals = [f for _, _, tfs in delta_docs for f in tfs]
+    delta_m = coo_matrix(
+        (np.array(vals, np.float32), (np.array(rows, np.int64), np.array(cols, np.int64))),
+        shape=(n_slots, n_terms),
+    )
+    merged = main_m + delta_m.tocsc()
+    if extra is not None:
+        merged = merged + extra.tocsc()
+    if len(keep) < n_slots:
+        merged = merged.tocsr()[keep]
+    merged = csc_matrix(merged)
+    merged.sort_indices()
+    return MainSegment(
+        name, merged.indptr.astype(np.int64), merged.indices.astype(np.int32), merged.data.astype(np.float32)
+    )
 
 
 def page_signature(version: int, content_hash: str, title: str) -> str:

@@ -21,7 +21,6 @@ import math
 import os
 import threading
 import uuid
-from array import array
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from threadwise.core.retrieve.tokenize import tokenize
-from threadwise.index.bm25_corpus import TokenCorpus, term_counts
+from threadwise.index.bm25_corpus import TokenCorpus, merged_segment, term_counts
 from threadwise.index.bm25_files import (
     MainSegment,
     drop_old_mains,
@@ -191,7 +190,7 @@ class BM25Store:
             for page in changed:
                 for slot in slots.pop(page, ()):
                     self._docs.alive[slot] = False
-            self._append(self._in_own_vocab(corpus))
+            self._append(corpus.remapped(self.vocab))
             for page, signature in changed.items():
                 if signature is None:
                     self.signatures.pop(page, None)
@@ -205,15 +204,6 @@ class BM25Store:
             self._unsaved_main = self._unsaved_main or merge
         if save:
             self._save(new_main=self._unsaved_main)
-
-    def _in_own_vocab(self, corpus: TokenCorpus) -> TokenCorpus:
-        """The corpus with its token ids mapped onto this index's vocabulary (new terms added)."""
-        words = sorted(corpus.vocab, key=corpus.vocab.__getitem__)
-        mapping = np.array([self.vocab.setdefault(w, len(self.vocab)) for w in words] or [0], np.int64)
-        out = TokenCorpus()
-        out.ids, out.pages, out.spaces, out.vocab = corpus.ids, corpus.pages, corpus.spaces, self.vocab
-        out.docs = [array("i", mapping[np.frombuffer(d, np.int32)].tolist()) for d in corpus.docs]
-        return out
 
     def _append(self, corpus: TokenCorpus, *, postings: bool = True) -> None:
         """Add the corpus's documents (ids in this index's vocabulary) as new slots; `postings`: and their
@@ -260,32 +250,15 @@ class BM25Store:
     def _merge(self, extra: Any = None) -> None:
         """Main segment + delta (+ `extra`, a sparse slot × term matrix) - dead documents -> one new main
         segment (slots renumbered)."""
-        from scipy.sparse import coo_matrix, csc_matrix
-
-        n_terms, n_slots = len(self.vocab), len(self._docs.ids)
-        main = self._main
-        main_m = csc_matrix((main.tf, main.docs, main.indptr), shape=(n_slots, len(main.indptr) - 1))
-        main_m.resize((n_slots, n_terms))
-        rows = [slot for slot, terms, _ in self._delta_docs for _ in terms]
-        cols = [t for _, terms, _ in self._delta_docs for t in terms]
-        vals = [f for _, _, tfs in self._delta_docs for f in tfs]
-        delta_m = coo_matrix(
-            (np.array(vals, np.float32), (np.array(rows, np.int64), np.array(cols, np.int64))),
-            shape=(n_slots, n_terms),
-        )
         keep = np.flatnonzero(self._docs.alive)
-        merged = main_m + delta_m.tocsc()
-        if extra is not None:
-            merged = merged + extra.tocsc()
-        if len(keep) < n_slots:
-            merged = merged.tocsr()[keep]
-        merged = csc_matrix(merged)
-        merged.sort_indices()
-        self._main = MainSegment(
+        self._main = merged_segment(
             f"main-{uuid.uuid4().hex[:12]}",
-            merged.indptr.astype(np.int64),
-            merged.indices.astype(np.int32),
-            merged.data.astype(np.float32),
+            self._main,
+            self._delta_docs,
+            keep,
+            len(self._docs.ids),
+            len(self.vocab),
+            extra,
         )
         self._docs = _Docs(
             ids=[self._docs.ids[i] for i in keep],
