@@ -1,25 +1,15 @@
-"""What BM25 reads: the index's pages as token ids and their postings (counted, merged into a segment), and
-bringing BM25 indexes up to date with the pages.
-
-`catch_up_bm25` compares each page's signature (version, hash, title) with what an index holds and reads
-again only the pages that differ; the whole wiki only when nothing is saved or most pages changed.
-"""
+"""What BM25 reads: the index's pages as token ids, and their postings (counted, merged into a segment)."""
 
 from __future__ import annotations
 
 from array import array
-from collections.abc import Callable, Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
 from threadwise.core.retrieve.tokenize import tokenize
 from threadwise.index.bm25_files import MainSegment
-
-if TYPE_CHECKING:
-    from threadwise.index.bm25_store import BM25Store
-    from threadwise.index.manifest import PageState
-REBUILD_SHARE = 0.5  # more pages changed than this share: a whole rebuild costs no more
 
 
 class TokenCorpus:
@@ -105,45 +95,3 @@ def merged_segment(
     return MainSegment(
         name, merged.indptr.astype(np.int64), merged.indices.astype(np.int32), merged.data.astype(np.float32)
     )
-
-
-def page_signature(version: int, content_hash: str, title: str) -> str:
-    """What a page's documents depend on: a change of any makes the page's documents be read again."""
-    return f"{version}@{content_hash}@{title}"
-
-
-def catch_up_bm25(
-    pages: Callable[[], Iterable[Sequence[PageState]]],
-    read: Callable[[Sequence[PageState], TokenCorpus, TokenCorpus], None],
-    generation: int,
-    evidences: BM25Store,
-    page_index: BM25Store,
-    *,
-    save: bool = True,
-) -> None:
-    """Bring the evidence and the page BM25 indexes to `generation`: `pages()` lists the indexed pages in
-    batches, `read(batch, evidence corpus, page corpus)` tokenizes their active texts. Pages whose signature
-    differs from what an index holds are read again, pages gone are dropped; with nothing loaded, or most pages
-    changed, both are rebuilt from every page."""
-    stores = (evidences, page_index)
-    loaded = all(s.generation >= 0 for s in stores)
-    listed: dict[str, str] = {}
-    todo: list[PageState] = []
-    for batch in pages():
-        for row in batch:
-            signature = listed[row.page_id] = page_signature(row.version, row.content_hash, row.title)
-            if loaded and any(s.signatures.get(row.page_id) != signature for s in stores):
-                todo.append(row)
-    ev_corpus, page_corpus = TokenCorpus(), TokenCorpus()
-    if not loaded or len(todo) > REBUILD_SHARE * len(listed):
-        for batch in pages():
-            read(batch, ev_corpus, page_corpus)
-        for store, corpus in zip(stores, (ev_corpus, page_corpus), strict=True):
-            store.rebuild(generation, corpus, listed, save=save)
-        return
-    changed: dict[str, str | None] = {row.page_id: listed[row.page_id] for row in todo}
-    changed.update({p: None for s in stores for p in s.signatures if p not in listed})
-    for start in range(0, len(todo), 200):
-        read(todo[start : start + 200], ev_corpus, page_corpus)
-    for store, corpus in zip(stores, (ev_corpus, page_corpus), strict=True):
-        store.update(generation, changed, corpus, save=save)

@@ -26,7 +26,8 @@ import numpy as np
 
 from threadwise.core.protocols import Embedder
 from threadwise.core.types import EVERYTHING, Evidence, Page, Scope, ScoredEvidence
-from threadwise.index.bm25_corpus import TokenCorpus, catch_up_bm25
+from threadwise.index.bm25_catch_up import catch_up_bm25
+from threadwise.index.bm25_corpus import TokenCorpus
 from threadwise.index.bm25_store import BM25Store
 from threadwise.index.chroma_store import ChromaServer, ChromaStore, CurrentChroma, evidence_from_row, row_id
 from threadwise.index.embedding_cache import EmbedCounts, EmbeddingCache, RowVectors, evidence_vectors
