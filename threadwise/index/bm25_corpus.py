@@ -4,12 +4,35 @@ from __future__ import annotations
 
 from array import array
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from threadwise.core.retrieve.tokenize import tokenize
 from threadwise.index.bm25_files import MainSegment
+
+
+@dataclass
+class DocSlots:
+    """Per document slot of the BM25 index (main segment first, then the delta): id, page, space, length,
+    alive."""
+
+    ids: list[str] = field(default_factory=list)
+    pages: list[str] = field(default_factory=list)
+    space_codes: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int32))
+    lengths: np.ndarray = field(default_factory=lambda: np.zeros(0, np.float32))
+    alive: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))
+
+    def extend(
+        self, ids: Sequence[str], pages: Sequence[str], space_codes: Sequence[int], lengths: Sequence[float]
+    ) -> None:
+        """Append live slots."""
+        self.ids.extend(ids)
+        self.pages.extend(pages)
+        self.space_codes = np.concatenate([self.space_codes, np.array(space_codes, np.int32)])
+        self.lengths = np.concatenate([self.lengths, np.array(lengths, np.float32)])
+        self.alive = np.concatenate([self.alive, np.ones(len(ids), bool)])
 
 
 class TokenCorpus:

@@ -22,14 +22,13 @@ import os
 import threading
 import uuid
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from threadwise.core.retrieve.tokenize import tokenize
-from threadwise.index.bm25_corpus import TokenCorpus, merged_segment, term_counts
+from threadwise.index.bm25_corpus import DocSlots, TokenCorpus, merged_segment, term_counts
 from threadwise.index.bm25_files import (
     MainSegment,
     drop_old_mains,
@@ -45,17 +44,6 @@ MERGE_FRACTION = (
     0.05  # merge when the delta (documents added + removed) passes this share of the main segment
 )
 MERGE_MIN = 2_000  # … and this many documents
-
-
-@dataclass
-class _Docs:
-    """Per document slot (main segment first, then the delta): id, page, space, length, alive."""
-
-    ids: list[str] = field(default_factory=list)
-    pages: list[str] = field(default_factory=list)
-    space_codes: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int32))
-    lengths: np.ndarray = field(default_factory=lambda: np.zeros(0, np.float32))
-    alive: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))
 
 
 class BM25Store:
@@ -82,7 +70,7 @@ class BM25Store:
         self.signatures: dict[str, str] = {}  # page -> signature of what is indexed of it
         self._main = MainSegment.empty()
         self._n_main = 0
-        self._docs = _Docs()
+        self._docs = DocSlots()
         self._delta: dict[int, tuple[list[int], list[float]]] = {}  # term -> (slots, tfs) added since main
         self._delta_docs: list[tuple[int, list[int], list[float]]] = []  # (slot, terms, tfs) to save
         self._page_slots: dict[str, list[int]] | None = None  # built when first needed (writers only)
@@ -214,15 +202,9 @@ class BM25Store:
             if s not in codes:
                 codes[s] = len(self.spaces)
                 self.spaces.append(s)
-        self._docs.ids.extend(corpus.ids)
-        self._docs.pages.extend(corpus.pages)
-        self._docs.space_codes = np.concatenate(
-            [self._docs.space_codes, np.array([codes[s] for s in corpus.spaces], np.int32)]
+        self._docs.extend(
+            corpus.ids, corpus.pages, [codes[s] for s in corpus.spaces], [len(d) for d in corpus.docs]
         )
-        self._docs.lengths = np.concatenate(
-            [self._docs.lengths, np.array([len(d) for d in corpus.docs], np.float32)]
-        )
-        self._docs.alive = np.concatenate([self._docs.alive, np.ones(len(corpus.docs), bool)])
         for offset, doc in enumerate(corpus.docs if postings else ()):
             terms, counts = np.unique(np.frombuffer(doc, np.int32), return_counts=True)
             self._add_delta_doc(start + offset, terms.tolist(), counts.astype(np.float32).tolist())
@@ -260,7 +242,7 @@ class BM25Store:
             len(self.vocab),
             extra,
         )
-        self._docs = _Docs(
+        self._docs = DocSlots(
             ids=[self._docs.ids[i] for i in keep],
             pages=[self._docs.pages[i] for i in keep],
             space_codes=self._docs.space_codes[keep],
@@ -345,7 +327,7 @@ class BM25Store:
         docs, lengths, codes = self._base
         self.vocab = {w: i for i, w in enumerate([*docs["vocab"], *state["vocab"]])}
         self.spaces = list(state["spaces"])
-        self._docs = _Docs(
+        self._docs = DocSlots(
             ids=list(docs["ids"]),
             pages=list(docs["pages"]),
             space_codes=codes.copy(),
@@ -362,15 +344,10 @@ class BM25Store:
                 self.signatures[page] = signature
         self._delta, self._delta_docs, self._page_slots = {}, [], None
         start = len(self._docs.ids)
-        self._docs.ids.extend(d[0] for d in state["delta"])
-        self._docs.pages.extend(d[1] for d in state["delta"])
-        self._docs.space_codes = np.concatenate(
-            [self._docs.space_codes, np.array([d[2] for d in state["delta"]], np.int32)]
+        delta = state["delta"]
+        self._docs.extend(
+            [d[0] for d in delta], [d[1] for d in delta], [d[2] for d in delta], [sum(d[4]) for d in delta]
         )
-        self._docs.lengths = np.concatenate(
-            [self._docs.lengths, np.array([sum(d[4]) for d in state["delta"]], np.float32)]
-        )
-        self._docs.alive = np.concatenate([self._docs.alive, np.ones(len(state["delta"]), bool)])
         for offset, (_i, _p, _c, terms, tfs) in enumerate(state["delta"]):
             self._add_delta_doc(start + offset, terms, tfs)
         self.generation = int(state["generation"])
