@@ -47,14 +47,12 @@ class ConfluenceGroupRow(Base):
     """A group named by a restriction or a space permission, and its members (user ids)."""
 
     __tablename__ = "confluence_groups"
-    group_id: Mapped[str] = mapped_column(
-        String(255), primary_key=True
-    )  # Data Center: the name; Cloud: the id
+    # Data Center: the name; Cloud: the id
+    group_id: Mapped[str] = mapped_column(String(255), primary_key=True)
     name: Mapped[str] = mapped_column(String(255), default="")
     members: Mapped[list[str]] = mapped_column(JSON, default=list)
-    error: Mapped[str | None] = mapped_column(
-        Text, nullable=True
-    )  # set: members unknown, nobody counts in it
+    # set: the members are unknown, so nobody counts in the group
+    error: Mapped[str | None] = mapped_column(Text, nullable=True)
     checked_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
 
@@ -62,9 +60,8 @@ class ConfluenceUserRow(Base):
     """A Confluence user met in permissions, with the e-mail a chat user is matched by (None: hidden)."""
 
     __tablename__ = "confluence_users"
-    user_id: Mapped[str] = mapped_column(
-        String(255), primary_key=True
-    )  # Data Center: user key; Cloud: account id
+    # Data Center: the user key; Cloud: the account id
+    user_id: Mapped[str] = mapped_column(String(255), primary_key=True)
     username: Mapped[str] = mapped_column(String(255), default="")
     display_name: Mapped[str] = mapped_column(String(255), default="")
     email: Mapped[str | None] = mapped_column(String(320), nullable=True, index=True)  # lower case
