@@ -49,6 +49,14 @@ def postgres_url(postgres: RunningServer) -> Iterator[str]:
         conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
 
 
+@pytest.fixture(params=["sqlite", "postgresql"])
+def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """One database that replicas share: a SQLite file, then a fresh PostgreSQL database."""
+    if request.param == "postgresql":
+        return str(request.getfixturevalue("postgres_url"))
+    return f"sqlite:///{tmp_path / 'shared.sqlite'}"
+
+
 @pytest.fixture(scope="module")
 def index(tmp_path_factory: pytest.TempPathFactory) -> EvidenceIndex:
     """The bots' wiki pages, indexed once per test module: every test only reads them."""

@@ -5,8 +5,6 @@ own that is killed (kill -9) while it answers; the other finishes its question i
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -17,35 +15,19 @@ from typing import Any
 import pytest
 
 from tests.support.fake_slack import FakeSlack
+from tests.support.replica import claim_store, dying_replica
 from tests.support.slack_events import SlackSender
-from tests.support.slack_world import SIGNING_SECRET, Replica, build_world, running_bot
-from threadwise.db.base import make_engine, make_sessions
-from threadwise.db.claims import ClaimStore
-from threadwise.db.schema import upgrade
+from tests.support.slack_world import SIGNING_SECRET, Replica, build_world, replica_worlds, running_bot
 from threadwise.handover import INTERRUPTED
 from threadwise.index.store import EvidenceIndex
 
 LAPTOP = "<@UBOT> how do I request a new laptop?"
-ROOT = Path(__file__).resolve().parent.parent
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "postgresql":
-        return str(request.getfixturevalue("postgres_url"))
-    return f"sqlite:///{tmp_path / 'shared.sqlite'}"
 
 
 @pytest.fixture
 def slack() -> Iterator[FakeSlack]:
     with FakeSlack(users={"U1": {}}) as fake:
         yield fake
-
-
-def _claims(url: str) -> ClaimStore:
-    engine = make_engine(url)
-    upgrade(engine)
-    return ClaimStore(sessions=make_sessions(engine))
 
 
 def _mention(ts: str, user: str = "U1") -> dict[str, Any]:
@@ -58,7 +40,7 @@ def _answers(slack: FakeSlack, thread_ts: str) -> list[dict[str, Any]]:
 
 
 def test_claims_are_renewed_finished_and_taken_over_once(database_url: str) -> None:
-    a, b, c = _claims(database_url), _claims(database_url), _claims(database_url)
+    a, b, c = claim_store(database_url), claim_store(database_url), claim_store(database_url)
     assert a.claim("slack:T:C:1", "replica-a", 0.5, {"text": "q1"})
     assert not b.claim("slack:T:C:1", "replica-b", 30, {"text": "q1"})  # answered once
     assert a.claim("slack:T:C:2", "replica-a", 0.5, {"text": "q2"})
@@ -78,10 +60,7 @@ def test_claims_are_renewed_finished_and_taken_over_once(database_url: str) -> N
 def test_the_same_event_sent_to_both_replicas_is_answered_once(
     tmp_path: Path, database_url: str, index: EvidenceIndex, slack: FakeSlack
 ) -> None:
-    worlds = [
-        build_world(tmp_path / n, index=index, database_url=database_url, replica=Replica(n))
-        for n in ("replica-a", "replica-b")
-    ]
+    worlds = replica_worlds(tmp_path, index, database_url, "replica-a", "replica-b")
     with running_bot(worlds[0], slack) as a, running_bot(worlds[1], slack) as b:
         stamps = [f"1700000100.{n:06d}" for n in range(6)]
         sends = [
@@ -100,35 +79,18 @@ def test_the_same_event_sent_to_both_replicas_is_answered_once(
         b.bot.wait_idle()
     assert [len(_answers(slack, ts)) for ts in stamps] == [1] * 6
     assert len(slack.calls_to("chat.postMessage")) == 6  # one placeholder each, then edited into the answer
-    store = _claims(database_url)
+    store = claim_store(database_url)
     assert store.orphans("slack:") == [] and store.renew("replica-a", 30) + store.renew("replica-b", 30) == 0
 
 
 def test_a_replica_killed_while_answering_is_relieved_by_the_other(
     tmp_path: Path, database_url: str, index: EvidenceIndex, slack: FakeSlack
 ) -> None:
-    dying = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "tests.support.replica",
-            str(tmp_path / "dying"),
-            database_url,
-            slack.api_url,
-            "1",
-        ],
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert dying.stdout is not None
-        url = dying.stdout.readline().strip()
-        assert url.startswith("http://127.0.0.1:"), url
-        ts = "1700000200.000001"
+    ts = "1700000200.000001"
+    with dying_replica(tmp_path / "dying", database_url, slack.api_url) as url:
         sender = SlackSender(url=url, signing_secret=SIGNING_SECRET, team=slack.team_id)
         assert sender.event(_mention(ts)).status == 200
-        store = _claims(database_url)
+        store = claim_store(database_url)
 
         def placeholder_noted() -> bool:  # the placeholder is posted and its ts kept with the claim
             with store._sessions() as s:
@@ -137,10 +99,7 @@ def test_a_replica_killed_while_answering_is_relieved_by_the_other(
                 row = s.get(ProcessedEventRow, f"slack:{slack.team_id}:C1:{ts}")
                 return row is not None and bool((row.payload or {}).get("placeholder_ts"))
 
-        slack.wait_for(placeholder_noted)
-    finally:
-        dying.kill()  # kill -9 mid-answer: no clean-up, no release, nothing said in the thread
-        dying.wait()
+        slack.wait_for(placeholder_noted)  # then kill -9 mid-answer
     [placeholder] = slack.calls_to("chat.postMessage")
     assert _answers(slack, ts) == []
 
@@ -167,7 +126,7 @@ def test_a_question_that_outlived_its_replicas_gets_told_to_ask_again(
 ) -> None:
     """Two replicas died on it already (or it is too old): the thread hears it was interrupted, not silence."""
     url = f"sqlite:///{tmp_path / 'shared.sqlite'}"
-    store = _claims(url)
+    store = claim_store(url)
     payload: dict[str, Any] = {"team": slack.team_id, "channel": "C1", "thread_ts": "1700000300.000001"}
     payload |= {"user": "U1", "text": "how do I request a new laptop?", "ts": "1700000300.000001"}
     assert store.claim(f"slack:{slack.team_id}:C1:1700000300.000001", "first", 0.0, payload)
@@ -176,7 +135,7 @@ def test_a_question_that_outlived_its_replicas_gets_told_to_ask_again(
         taken = store.take_over(orphan, holder, 0.0)
         assert taken is not None
     old = dict(payload, thread_ts="1700000300.000002", ts="1700000300.000002")
-    assert _claims(url).claim(f"slack:{slack.team_id}:C1:1700000300.000002", "gone", 0.0, old)
+    assert claim_store(url).claim(f"slack:{slack.team_id}:C1:1700000300.000002", "gone", 0.0, old)
     survivor = build_world(tmp_path, index=index, database_url=url, replica=Replica("survivor", sweep_s=0.2))
     assert survivor.conversations.claims is not None
     survivor.conversations.claims.max_age = timedelta(0)  # the second question counts as too old
@@ -204,7 +163,9 @@ def test_an_event_acknowledged_by_a_replica_that_died_before_claiming_it_is_repl
     signature = SignatureVerifier(SIGNING_SECRET).generate_signature(timestamp=stamp, body=raw)
     headers["x-slack-signature"] = str(signature)
     # what the dead replica's HTTP server kept before it acknowledged (its listener never ran)
-    assert _claims(url).claim("slack:inbox:EvLOST", "dead:received", 0.0, {"raw": raw, "headers": headers})
+    assert claim_store(url).claim(
+        "slack:inbox:EvLOST", "dead:received", 0.0, {"raw": raw, "headers": headers}
+    )
     survivor = build_world(tmp_path, index=index, database_url=url, replica=Replica("survivor", sweep_s=0.2))
     with running_bot(survivor, slack) as run:
         slack.wait_for(lambda: _answers(slack, ts))
@@ -213,4 +174,4 @@ def test_an_event_acknowledged_by_a_replica_that_died_before_claiming_it_is_repl
         assert sender.event(_mention(ts), event_id="EvLOST", retry_num=1).status == 200  # a late retry
         run.bot.wait_idle()
     assert len(_answers(slack, ts)) == 1
-    assert _claims(url).orphans("slack:") == []
+    assert claim_store(url).orphans("slack:") == []

@@ -25,13 +25,6 @@ from threadwise.sync.store import SyncStore
 from threadwise.sync.sync import SyncReport
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
-def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "postgresql":
-        return str(request.getfixturevalue("postgres_url"))
-    return f"sqlite:///{tmp_path / 'shared.sqlite'}"
-
-
 def _leases(url: str, clock: list[datetime] | None = None) -> Leases:
     """Leases through an engine of its own; `clock`: a settable time (clock[0]) instead of the wall clock."""
     engine = make_engine(url)

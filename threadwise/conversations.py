@@ -187,6 +187,12 @@ class ConversationService:
             return self.claims.claim(event_key, resume)
         return bool(self.store.claim_event(event_key))
 
+    def finish_event(self, event_key: str | None) -> None:
+        """The question claimed as `event_key` with a `resume` was answered (or told why not): no other
+        replica takes it over. Nothing to do for None or without hand-over."""
+        if event_key is not None and self.claims is not None:
+            self.claims.finish(event_key)
+
     def set_message_ref(self, turn_id: int, ref: str) -> None:
         self.store.set_message_ref(turn_id, ref)
 

@@ -29,6 +29,25 @@ SWEEP_S = 15.0
 Resume = Callable[[Claim, bool], None]
 
 
+def continue_claim(
+    claim: Claim,
+    give_up: bool,
+    *,
+    answer: Callable[[], object],
+    tell: Callable[[str], object],
+    finish: Callable[[str], None],
+) -> None:
+    """What a platform's `resume` does with an adopted claim: `answer()` (which finishes the claim once the
+    answer is out), or, when giving up, `tell` the conversation it was interrupted and `finish` the claim."""
+    if not give_up:
+        answer()
+        return
+    try:
+        tell(INTERRUPTED)
+    finally:
+        finish(claim.key)
+
+
 class ClaimKeeper:
     def __init__(
         self,

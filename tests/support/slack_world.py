@@ -135,6 +135,13 @@ def build_world(
     return World(conversations, AdminService(sessions=sessions, index=index), index, store)
 
 
+def replica_worlds(folder: Path, index: EvidenceIndex, database_url: str, *names: str) -> list[World]:
+    """One World per replica name (each its own folder under `folder`), all over the one database."""
+    return [
+        build_world(folder / n, index=index, database_url=database_url, replica=Replica(n)) for n in names
+    ]
+
+
 @dataclass
 class Running:
     bot: SlackBot

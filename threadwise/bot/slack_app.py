@@ -241,8 +241,7 @@ class SlackBot:
         resume_slack(claim, give_up, messenger=self.messenger, answer=answer, finish=self.finish_claim)
 
     def finish_claim(self, claimed: str | None) -> None:
-        if claimed is not None and self.conversations.claims is not None:
-            self.conversations.claims.finish(claimed)
+        self.conversations.finish_event(claimed)
 
     # -- answering ----------------------------------------------------------------------------------
 

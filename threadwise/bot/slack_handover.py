@@ -26,7 +26,7 @@ from threadwise.bot import blocks
 from threadwise.bot.question import Question
 from threadwise.bot.slack_messenger import SlackMessenger
 from threadwise.db.claims import Claim
-from threadwise.handover import INTERRUPTED, ClaimKeeper
+from threadwise.handover import ClaimKeeper, continue_claim
 
 log = logging.getLogger(__name__)
 
@@ -75,11 +75,12 @@ def resume_slack(
     payload = claim.payload
     question = Question(**{f.name: payload[f.name] for f in fields(Question) if f.name in payload})
     ts = payload.get("placeholder_ts") or None
-    if give_up:
-        try:
-            notice = blocks.notice_message(f":warning: {INTERRUPTED}")
-            messenger.deliver(question.channel, question.thread_ts, ts, notice)
-        finally:
-            finish(claim.key)
-        return
-    answer(question, ts, claim.key)
+    continue_claim(
+        claim,
+        give_up,
+        answer=lambda: answer(question, ts, claim.key),
+        tell=lambda text: messenger.deliver(
+            question.channel, question.thread_ts, ts, blocks.notice_message(f":warning: {text}")
+        ),
+        finish=finish,
+    )

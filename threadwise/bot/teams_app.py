@@ -9,7 +9,9 @@ part and leave the slow work to a bounded pool of answer workers, which send thr
 In a channel the bot answers when mentioned, and follow-ups without a mention in threads it answered in (the
 app package asks for the resource-specific consent that delivers them); in a group chat when mentioned; in a
 personal chat always. Explain is an Adaptive Card `Action.Execute`; 👍/👎 are Teams' native feedback buttons.
-Redelivered activities (the same id) find their claim taken in the database and are dropped.
+Redelivered activities (the same id) find their claim taken in the database and are dropped. A question's
+claim keeps its conversation reference: if this replica dies before answering, another one answers it
+proactively (teams_handover).
 """
 
 from __future__ import annotations
@@ -18,14 +20,12 @@ import asyncio
 import hashlib
 import logging
 import warnings
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable
 from concurrent.futures import Future
-from dataclasses import replace
-from typing import Any, TypeVar
+from typing import Any
 
 from fastapi import FastAPI
 from fastapi.responses import PlainTextResponse
-from microsoft_teams.api.activities import ActivityParams
 from microsoft_teams.api.activities.typing import TypingActivityInput
 
 from threadwise.bot import teams_cards as cards
@@ -40,24 +40,24 @@ from threadwise.bot.teams_activity import (
     mentions_someone_else,
     place_of,
     question_text,
-    why_failed,
 )
 from threadwise.bot.teams_admin import admin_command, make_commands, run_command
-from threadwise.bot.teams_identity import PERSONAL, is_personal, member_email, personal_chat
+from threadwise.bot.teams_handover import resume_payload, resume_teams
+from threadwise.bot.teams_identity import is_personal, member_email
+from threadwise.bot.teams_messenger import TeamsMessenger
 from threadwise.bot.teams_settings import TeamsSettings
 from threadwise.conversations import ConversationService, TurnView
+from threadwise.db.claims import Claim
 from threadwise.permissions import Asker
 from threadwise.sync.admin import AdminService
 
 with warnings.catch_warnings():  # the SDK announces its preview features at import
     warnings.simplefilter("ignore")
     from microsoft_teams.apps import ActivityContext, App
-    from microsoft_teams.apps.activity_send import send_or_update_activity
 
 log = logging.getLogger(__name__)
 
 MESSAGES_PATH = "/api/messages"
-SEND_TIMEOUT = 30.0
 EXPLAIN_WAIT = 4.0  # Teams gives an invoke about 5 s; a second press waits this long for a running Explain
 EMPTY_QUESTION = (
     "Hi! Ask me a question about your Confluence pages, for example "
@@ -69,7 +69,6 @@ WELCOME = (
     "`admin help` lists what admins can do."
 )
 FAILED = "⚠️ Sorry, I couldn't answer this time: something went wrong on my side. The error is logged; please try again."
-T = TypeVar("T")
 
 
 class TeamsBot:
@@ -93,7 +92,6 @@ class TeamsBot:
         self.workers = TrackedPool(
             max_workers=settings.answer_workers, name="threadwise-teams", activity=self.activity
         )
-        self.loop: asyncio.AbstractEventLoop | None = None  # the server's loop; sends from workers go there
         self.web = FastAPI(title="Threadwise for Teams")
         self.web.get("/healthz")(lambda: PlainTextResponse("ok"))
         options: dict[str, Any] = {
@@ -117,6 +115,7 @@ class TeamsBot:
         self.app.on_message_submit_feedback(self.on_feedback)
         self.app.on_conversation_update(self.on_conversation_update)
         self.app.on_activity(self.on_other)
+        self.messenger = TeamsMessenger(app=self.app)  # sends from workers go through the server's loop
 
     # -- background work and sending ----------------------------------------------------------------------
 
@@ -129,33 +128,26 @@ class TeamsBot:
 
     def close(self, *, wait: bool = True) -> None:
         self.workers.shutdown(wait=wait, cancel_futures=not wait)
+        if self.conversations.claims is not None:  # what is still open is another replica's to finish
+            self.conversations.claims.stop()
 
-    def _on_loop(self, coro: Coroutine[Any, Any, T]) -> T:
-        """Run `coro` on the server's event loop from a worker thread, and wait for it."""
-        assert self.loop is not None, "the Teams server is not running"
-        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(SEND_TIMEOUT)
+    def serving(self, loop: asyncio.AbstractEventLoop) -> None:
+        """The server runs `loop` (sends go there): from now on questions of replicas that died are answered
+        here too."""
+        self.messenger.loop = loop
+        if self.conversations.claims is not None:
+            self.conversations.claims.resume_with(f"{PLATFORM}:", self._resume)
 
-    async def send_async(self, place: Place, activity: ActivityParams) -> str | None:
-        """Send into the place's conversation (or update `activity.id` there); the activity id, None when
-        the connector refused (logged)."""
-        try:
-            sent = await send_or_update_activity(self.app.api, activity, place.ref)
-            return str(sent.id) if sent.id else None
-        except Exception as err:
-            log.error("sending to Teams conversation %s failed: %s", place.conversation, why_failed(err))
-            return None
-
-    def send(self, place: Place, activity: ActivityParams) -> str | None:
-        return self._on_loop(self.send_async(place, activity))
-
-    def tell_privately(self, place: Place, text: str) -> None:
-        """A note for the writer alone, in their personal chat with the bot (logged when Teams refuses)."""
-        try:
-            chat = self._on_loop(personal_chat(self.app.api, place))
-        except Exception as err:
-            log.warning("could not open a personal chat with %s: %s", place.user, why_failed(err))
-            return
-        self.send(replace(place, conversation=chat, kind=PERSONAL), cards.notice(text))
+    def _resume(self, claim: Claim, give_up: bool) -> None:
+        resume_teams(
+            claim,
+            give_up,
+            answer=lambda place, text, key: self.submit(
+                lambda: self._answer(place, text, key), "answering (taken over)"
+            ),
+            tell=lambda place, text: self._reply(place, f"⚠️ {text}"),
+            finish=self.conversations.finish_event,
+        )
 
     # -- who asks -----------------------------------------------------------------------------------------
 
@@ -164,16 +156,20 @@ class TeamsBot:
         answers depend on it."""
         email = None
         if self.conversations.per_user:
-            email = self.emails.email(place.user, lambda: self._on_loop(member_email(self.app.api, place)))
+            email = self.emails.email(
+                place.user, lambda: self.messenger.on_loop(member_email(self.app.api, place))
+            )
         return Asker(email=email, private=is_personal(place))
 
     def may_see(self, place: Place, turn: TurnView) -> bool:
         """Whether whoever pressed a button in `place` may be shown more of the stored answer `turn`."""
         return self.conversations.may_see(turn, self.asker(place))
 
-    def claim(self, key: str) -> bool:
-        """True the first time an activity is seen (in any process sharing the database), then False."""
-        return self.conversations.claim_event(f"{PLATFORM}:{key}")
+    def claim(self, key: str, resume: dict[str, Any] | None = None) -> str | None:
+        """The claim's key the first time an activity is seen (in any process sharing the database), then
+        None. `resume`: the question, kept for another replica to answer should this one die."""
+        claimed = f"{PLATFORM}:{key}"
+        return claimed if self.conversations.claim_event(claimed, resume=resume) else None
 
     # -- messages -----------------------------------------------------------------------------------------
 
@@ -187,18 +183,27 @@ class TeamsBot:
         if place.kind != "personal" and not mentioned:
             if not await asyncio.to_thread(self._is_follow_up, place, activity):
                 return
-        if not await asyncio.to_thread(self.claim, activity_key(place, activity.id)):
+        command = admin_command(text)
+        question = command is None and bool(text)
+        resume = resume_payload(place, text, str(activity.id)) if question else None
+        claimed = await asyncio.to_thread(self.claim, activity_key(place, activity.id), resume)
+        if claimed is None:
             log.info("already answered activity %s (redelivered)", activity.id)
             return
-        command = admin_command(text)
         if command is not None:
             self.submit(lambda: self._admin(place, command), "an admin command")
             return
         if not text:
-            await self.send_async(place, cards.notice(EMPTY_QUESTION))
+            await self.messenger.send_async(place, cards.notice(EMPTY_QUESTION))
             return
-        await self.send_async(place, TypingActivityInput())
-        self.submit(lambda: self._answer(place, text), "answering")
+        await self._start_answer(place, text, claimed)
+
+    async def _start_answer(self, place: Place, text: str, claimed: str) -> None:
+        """Typing in the conversation, then the answer from a worker (which finishes the claim)."""
+        try:
+            await self.messenger.send_async(place, TypingActivityInput())
+        finally:
+            self.submit(lambda: self._answer(place, text, claimed), "answering")
 
     def _is_follow_up(self, place: Place, activity: Any) -> bool:
         """A message without a mention in a channel thread the bot answered in, addressed to no one else."""
@@ -211,7 +216,13 @@ class TeamsBot:
             and self.conversations.knows_thread(place.key)
         )
 
-    def _answer(self, place: Place, text: str) -> None:
+    def _answer(self, place: Place, text: str, claimed: str | None = None) -> None:
+        try:
+            self._answer_now(place, text)
+        finally:
+            self.conversations.finish_event(claimed)
+
+    def _answer_now(self, place: Place, text: str) -> None:
         try:
             spaces = self.admin.channel_spaces(place.key.channel) or None
             turn = self.conversations.ask(
@@ -219,15 +230,15 @@ class TeamsBot:
             )
         except Exception:
             log.exception("answering %r failed", text)
-            self.send(place, cards.notice(FAILED))
+            self.messenger.send(place, cards.notice(FAILED))
             return
-        sent = self.send(place, cards.answer_activity(turn))
+        sent = self.messenger.send(place, cards.answer_activity(turn))
         if sent is None:  # e.g. a card the channel refused: the text alone, never silence
-            sent = self.send(place, cards.notice(cards.answer_text(turn)))
+            sent = self.messenger.send(place, cards.notice(cards.answer_text(turn)))
         if sent is not None:
             self.conversations.set_message_ref(turn.turn_id, sent)
         if turn.withheld and not is_personal(place):  # pages only the asker may read: tell them alone
-            self.tell_privately(place, WITHHELD_HINT_TEAMS)
+            self.messenger.tell_privately(place, WITHHELD_HINT_TEAMS)
 
     def _admin(self, place: Place, command: str) -> None:
         run_command(
@@ -240,7 +251,7 @@ class TeamsBot:
         )
 
     def _reply(self, place: Place, text: str) -> None:
-        self.send(place, cards.notice(text))
+        self.messenger.send(place, cards.notice(text))
 
     # -- Explain ------------------------------------------------------------------------------------------
 
@@ -285,21 +296,22 @@ class TeamsBot:
         """Ask `question` in the conversation of the pressed card, once per card and question."""
         place = place_of(activity)
         digest = hashlib.sha1(question.encode()).hexdigest()[:12]
-        key = claim or f"ask:{activity.reply_to_id}:{digest}"
-        if not await asyncio.to_thread(self.claim, activity_key(place, key)):
+        key = activity_key(place, claim or f"ask:{activity.reply_to_id}:{digest}")
+        resume = resume_payload(place, question, str(activity.id or ""))
+        claimed = await asyncio.to_thread(self.claim, key, resume)
+        if claimed is None:
             return cards.message_response("I asked that already: the answer is in this conversation.")
-        await self.send_async(place, TypingActivityInput())
-        self.submit(lambda: self._answer(place, question), "answering")
+        await self._start_answer(place, question, claimed)
         return cards.message_response(f"Asking: {question}")
 
     def _explain(self, place: Place, turn_id: int, message_id: str) -> None:
         view = self.conversations.explain(turn_id)
-        self.send(place, cards.explanation_activity(view))
+        self.messenger.send(place, cards.explanation_activity(view))
         turn = self.conversations.get_turn(turn_id)
         if turn is not None and message_id and not view.error:
             answer = cards.answer_activity(turn, explain_state="done")
             answer.id = message_id
-            self.send(place, answer)
+            self.messenger.send(place, answer)
 
     # -- feedback, conversation updates, the rest ---------------------------------------------------------
 
@@ -317,7 +329,7 @@ class TeamsBot:
         turn = await asyncio.to_thread(self.conversations.get_turn, turn_id)
         if turn is None or not await asyncio.to_thread(self.may_see, place, turn):
             log.info("%s may not vote on answer %s: refused privately", place.user, turn_id)
-            self.submit(lambda: self.tell_privately(place, NOT_YOURS), "refusing a vote")
+            self.submit(lambda: self.messenger.tell_privately(place, NOT_YOURS), "refusing a vote")
             return {"status": 200}
         await asyncio.to_thread(self.conversations.vote, turn_id, place.user, vote, comment)
         return {"status": 200}
@@ -329,7 +341,7 @@ class TeamsBot:
             return
         place = place_of(activity)
         if await asyncio.to_thread(self.claim, activity_key(place, activity.id)):
-            await self.send_async(place, cards.notice(WELCOME))
+            await self.messenger.send_async(place, cards.notice(WELCOME))
 
     async def on_other(self, ctx: ActivityContext[Any]) -> None:
         activity = ctx.activity

@@ -65,8 +65,8 @@ class TeamsServer:
             ready.set()
 
     async def _serve(self, ready: threading.Event) -> None:
-        self.bot.loop = asyncio.get_running_loop()
         await self.bot.app.initialize()
+        self.bot.serving(asyncio.get_running_loop())
         config = uvicorn.Config(
             self.bot.web, log_level="warning", access_log=False, lifespan="off", timeout_graceful_shutdown=10
         )
