@@ -35,7 +35,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from scale_bench import SHARED, wiki  # noqa: E402  (bench/ is the script's own folder)
+from procstat import cpu_of  # noqa: E402  (bench/ is the script's own folder)
+from scale_bench import SHARED, wiki  # noqa: E402
 from sqlalchemy import Engine  # noqa: E402
 
 from tests.support.servers import chroma_server, postgres_server  # noqa: E402
@@ -51,12 +52,6 @@ from threadwise.index.store import EvidenceIndex  # noqa: E402
 from threadwise.models.embedders import HashingEmbedder  # noqa: E402
 
 QUESTION = "Which BIOS version does the ThinkPad need for the upgrade?"
-
-
-def cpu_of(pid: int) -> float:
-    """CPU seconds (user + system) a process has used so far."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def timed(work: Callable[[], Any], server_pid: int | None = None) -> tuple[Any, dict[str, float]]:
