@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -33,6 +32,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from procstat import cpu_of  # noqa: E402  (beside this script)
+
 from tests.support.servers import free_port  # noqa: E402
 from threadwise.connectors.files import load_pages  # noqa: E402
 from threadwise.core.protocols import Embedder  # noqa: E402
@@ -45,15 +46,9 @@ from threadwise.models.server_embedder import ServerEmbedder  # noqa: E402
 SHARED = ROOT.parent / "shared" / "confquestions" / "documents"
 
 
-def process_cpu_s(pid: int) -> float:
-    """User + system CPU seconds of a process, from /proc (Linux)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 def index_run(pages: list[Page], embedder: Embedder, folder: Path, server_pid: int | None) -> dict[str, Any]:
     index = EvidenceIndex(directory=folder, embedder=embedder)
-    cpu, server_cpu = time.process_time(), process_cpu_s(server_pid) if server_pid else 0.0
+    cpu, server_cpu = time.process_time(), cpu_of(server_pid) if server_pid else 0.0
     started = time.perf_counter()
     report = index_pages(index, pages)
     wall = time.perf_counter() - started
@@ -64,7 +59,7 @@ def index_run(pages: list[Page], embedder: Embedder, folder: Path, server_pid: i
         "pages_per_s": round(len(pages) / wall, 2),
         "evidences_per_s": round(evidences / wall, 1),
         "client_cpu_s": round(time.process_time() - cpu, 2),
-        "server_cpu_s": round(process_cpu_s(server_pid) - server_cpu, 2) if server_pid else None,
+        "server_cpu_s": round(cpu_of(server_pid) - server_cpu, 2) if server_pid else None,
         "pages": report.embedded,
         "evidences": evidences,
         "_vectors": index.chroma.get_embeddings(row_ids),

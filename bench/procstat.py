@@ -12,12 +12,17 @@ def cpu_of(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def memory_kb(pid: int) -> dict[str, int]:
+    """VmRSS (now) and VmHWM (peak) of a process, in kB."""
+    fields = {}
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        name, _, value = line.partition(":")
+        if name in ("VmRSS", "VmHWM"):
+            fields[name] = int(value.split()[0])
+    return fields
+
+
 def memory_mb(pid: int) -> dict[str, int]:
     """A process's resident memory now (`rss`) and at its highest so far (`peak`), in MB."""
-    status = dict(
-        line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines() if ":" in line
-    )
-    return {
-        "rss": round(int(status["VmRSS"].split()[0]) / 1024),
-        "peak": round(int(status["VmHWM"].split()[0]) / 1024),
-    }
+    kb = memory_kb(pid)
+    return {"rss": round(kb["VmRSS"] / 1024), "peak": round(kb["VmHWM"] / 1024)}

@@ -19,6 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from procstat import cpu_of  # bench/, the folder of the script that imports this module
+
 from tests.support.fake_confluence import FakeConfluence
 from tests.support.fake_confluence_pages import FakePage
 from tests.support.fake_slack import FakeSlack
@@ -87,10 +89,9 @@ class Replica:
         """User + system CPU seconds of the replica process so far (from /proc)."""
         assert self.process is not None
         try:
-            fields_ = Path(f"/proc/{self.process.pid}/stat").read_text().rsplit(")", 1)[1].split()
+            return cpu_of(self.process.pid)
         except OSError:
             return float("nan")
-        return (int(fields_[11]) + int(fields_[12])) / os.sysconf("SC_CLK_TCK")
 
     def stop(self, sig: int = signal.SIGTERM) -> None:
         if self.process is not None and self.process.poll() is None:

@@ -35,6 +35,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from procstat import memory_kb  # noqa: E402  (beside this script)
+
 from tests.support.fake_slack import FakeSlack  # noqa: E402
 from tests.support.slack_events import SlackSender  # noqa: E402
 
@@ -87,16 +89,6 @@ def serve(args: argparse.Namespace) -> None:
     sys.stdin.read()  # the benchmark closes stdin when it is done
     server.stop()
     bot.close()
-
-
-def memory_kb(pid: int) -> dict[str, int]:
-    """VmRSS (now) and VmHWM (peak) of a process, in kB, from /proc."""
-    fields = {}
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        name, _, value = line.partition(":")
-        if name in ("VmRSS", "VmHWM"):
-            fields[name] = int(value.split()[0])
-    return fields
 
 
 # -- playing Slack ------------------------------------------------------------------------------------------

@@ -33,7 +33,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from slack_bench import QUESTIONS, at_once, memory_kb, one_then_rounds, summary  # noqa: E402  (beside this script)
+from procstat import memory_kb  # noqa: E402  (beside this script)
+from slack_bench import QUESTIONS, at_once, one_then_rounds, summary  # noqa: E402
 
 from tests.support.fake_bot_connector import FakeBotConnector  # noqa: E402
 from tests.support.fake_slack import FakeSlack  # noqa: E402
