@@ -42,3 +42,6 @@ done
 
 # a replica following another's edit: BM25 rebuilt from the Chroma server vs a shared snapshot (PostgreSQL + chroma run)
 .venv/bin/python bench/replica_bm25_bench.py --sizes 215 2150 --json "$OUT/replica-bm25.json"
+
+# per replica from 215 to 2,150 pages: start-up, retrieval latency and memory, in-process vs chroma run + PostgreSQL
+.venv/bin/python bench/replica_scale_bench.py --sizes 215 2150 --queries 100 --json "$OUT/replica-scale.json"
