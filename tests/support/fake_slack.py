@@ -15,7 +15,9 @@ parameters (form, query and JSON merged; `blocks` and `view` decoded) and the ti
 command's `response_url` can point here too (`slack.response_url(...)`); its posts are recorded as the
 method "response_url".
 
-Faults: `fail("chat.update", "message_not_found")` answers the next call of a method with an error.
+Faults: `fail("chat.update", "message_not_found")` answers the next call of a method with an error;
+`hold("chat.postMessage")` does the next call but keeps its reply (a client killed meanwhile never hears it).
+Socket Mode: `apps.connections.open` hands out `socket_url` (a FakeSocketMode endpoint's) when set.
 """
 
 from __future__ import annotations
@@ -67,6 +69,7 @@ class FakeSlack:
     scopes: frozenset[str] = BOT_SCOPES  # the bot token's scopes, sent as X-OAuth-Scopes like Slack does
     unsupported_blocks: frozenset[str] = frozenset()  # block types this "workspace" refuses (invalid_blocks)
     delay: float = 0.0  # seconds added to every call, to act like a real network
+    socket_url: str = ""  # what apps.connections.open hands out (a FakeSocketMode's url); default a dead one
     host: str = "127.0.0.1"
     calls: list[SlackCall] = field(default_factory=list)
 
@@ -75,6 +78,7 @@ class FakeSlack:
         self._ts = itertools.count(1)
         self._views = itertools.count(1)
         self._faults: dict[str, list[str]] = {}
+        self._holds: dict[str, threading.Event] = {}
         self._messages: dict[str, dict[str, dict[str, Any]]] = {}  # channel -> ts -> message
         self._ephemerals: list[dict[str, Any]] = []  # chat.postEphemeral's messages, oldest first
         self._server: ThreadingHTTPServer | None = None
@@ -86,6 +90,14 @@ class FakeSlack:
         """Answer the next `times` calls of `method` with `{"ok": false, "error": error}`."""
         with self._lock:
             self._faults.setdefault(method, []).extend([error] * times)
+
+    def hold(self, method: str) -> threading.Event:
+        """Do the next `method` call (the message is posted) but keep Slack's reply until the returned event is
+        set: a client that dies meanwhile never hears it. Set it at the end of the test."""
+        gate = threading.Event()
+        with self._lock:
+            self._holds[method] = gate
+        return gate
 
     def add_message(
         self, channel: str, ts: str, *, user: str, text: str, thread_ts: str | None = None
@@ -196,8 +208,11 @@ class FakeSlack:
             self.calls.append(call)
             reply = self._answer(method, params, token)
             call.ok, call.error, call.response = bool(reply.get("ok")), str(reply.get("error", "")), reply
+            gate = self._holds.pop(method, None)
             self._lock.notify_all()
-            return reply
+        if gate is not None:
+            gate.wait(60)
+        return reply
 
     def _answer(self, method: str, params: dict[str, Any], token: str) -> dict[str, Any]:
         if method == "response_url":
@@ -205,7 +220,7 @@ class FakeSlack:
         if method == "apps.connections.open":
             if token != self.app_token:
                 return {"ok": False, "error": "invalid_auth"}
-            return {"ok": True, "url": f"wss://{self.host}/link/?ticket=fake"}
+            return {"ok": True, "url": self.socket_url or f"wss://{self.host}/link/?ticket=fake"}
         if token != self.token:
             return {"ok": False, "error": "invalid_auth"}
         faults = self._faults.get(method)

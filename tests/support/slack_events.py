@@ -25,6 +25,19 @@ def new_trigger_id() -> str:
     return f"{next(_triggers)}.4242.trigger"
 
 
+def event_body(event: dict[str, Any], *, team: str, event_id: str | None = None) -> dict[str, Any]:
+    """An Events API callback holding `event`, as Slack sends it over HTTP or inside a Socket Mode envelope."""
+    return {
+        "token": "legacy-verification-token",
+        "team_id": team,
+        "api_app_id": "A0APP",
+        "event": event,
+        "type": "event_callback",
+        "event_id": event_id or f"Ev{next(_event_ids):08d}",
+        "event_time": int(time.time()),
+    }
+
+
 @dataclass
 class Reply:
     status: int
@@ -71,15 +84,7 @@ class SlackSender:
     # -- Events API ------------------------------------------------------------------------------------
 
     def event(self, event: dict[str, Any], *, event_id: str | None = None, **options: Any) -> Reply:
-        body = {
-            "token": "legacy-verification-token",
-            "team_id": self.team,
-            "api_app_id": self.api_app_id,
-            "event": event,
-            "type": "event_callback",
-            "event_id": event_id or f"Ev{next(_event_ids):08d}",
-            "event_time": int(time.time()),
-        }
+        body = event_body(event, team=self.team, event_id=event_id) | {"api_app_id": self.api_app_id}
         return self.post(json.dumps(body), content_type="application/json", **options)
 
     def raw_event_body(self, body: dict[str, Any], **options: Any) -> Reply:

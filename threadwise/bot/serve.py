@@ -92,9 +92,9 @@ def _warm_up(bot: SlackBot, warm_up: Callable[[], None] | None) -> None:
 
 
 def _socket_mode(bot: SlackBot, stop: threading.Event) -> None:
-    from slack_bolt.adapter.socket_mode import SocketModeHandler
+    from threadwise.bot.slack_socket import socket_mode_handler
 
-    handler = SocketModeHandler(bot.app, bot.settings.app_token)
+    handler = socket_mode_handler(bot)
     handler.connect()
     print("Threadwise is connected to Slack (Socket Mode). Ctrl-C stops it.", flush=True)
     try:

@@ -2,18 +2,23 @@
 
 A question whose replica died before answering it is answered (or told to ask again) by this replica: the
 claim's payload is what `SlackBot.start_answer` stored, the question's fields and, once posted, the
-placeholder's ts, so the answer replaces the "thinking" message the user already sees.
+placeholder's ts, so the answer replaces the "thinking" message the user already sees. A replica can die
+after posting the placeholder and before recording its ts: the placeholder carries a block id made from the
+claim (`placeholder_ref`), by which the thread is searched for it, so it does not stay behind.
 
 An event is acknowledged before a listener claims its question, and Slack does not re-send what was
-acknowledged: so in HTTP mode each event that may be a question is first kept in the database as it arrived
-(body and signature, `keep_received`), until the listener is done with it. Such a record is never renewed:
-if it is still there after one TTL (its replica died, or is far behind), a replica replays it through its own
-Bolt app (`replay_received`; the signature still holds for five minutes), whose listener claims the question
-as usual — so it is answered once, by whoever claims it first.
+acknowledged: so each event that may be a question is first kept in the database as it arrived, until the
+listener is done with it — in HTTP mode its body and signature (`keep_received`), in Socket Mode its payload
+(`keep_socket_event`, before the acknowledgement goes back over the WebSocket). Such a record is never
+renewed: if it is still there after one TTL (its replica died, or is far behind), a replica replays it through
+its own Bolt app (`replay_received`; an HTTP signature still holds for five minutes, a Socket Mode payload
+came over Slack's authenticated connection and carries none), whose listener claims the question as usual —
+so it is answered once, by whoever claims it first.
 """
 
 from __future__ import annotations
 
+import hashlib
 import logging
 from collections.abc import Callable
 from dataclasses import fields
@@ -52,14 +57,31 @@ def keep_received(claims: ClaimKeeper, platform: str, request: BoltRequest) -> N
         claims.receive(key, {"raw": request.raw_body, "headers": headers})
 
 
+def keep_socket_event(claims: ClaimKeeper, platform: str, body: dict[str, Any]) -> None:
+    """Keep an event that came over Socket Mode until its listener is done (a repeat is kept once)."""
+    key = inbox_key(platform, body)
+    if key is not None:
+        claims.receive(key, {"socket_mode": body})
+
+
 def replay_received(app: App, claim: Claim, finish: Callable[[str], None]) -> None:
     """Hand a kept event to this replica's Bolt app as if Slack had sent it here."""
+    payload = claim.payload
+    if "socket_mode" in payload:
+        request = BoltRequest(body=payload["socket_mode"], mode="socket_mode")
+    else:
+        request = BoltRequest(body=payload["raw"], headers=payload["headers"])
     try:
-        response = app.dispatch(BoltRequest(body=claim.payload["raw"], headers=claim.payload["headers"]))
+        response = app.dispatch(request)
         if response.status != 200:
             log.warning("replaying %s was refused (%d): it is lost", claim.key, response.status)
     finally:
         finish(claim.key)
+
+
+def placeholder_ref(claimed: str) -> str:
+    """The block id that marks the placeholder of the question claimed as `claimed`."""
+    return "placeholder-" + hashlib.sha1(claimed.encode()).hexdigest()[:20]
 
 
 def resume_slack(
