@@ -17,7 +17,16 @@ import pytest
 from tests.support.fake_slack import FakeSlack
 from tests.support.replica import claim_store, dying_replica
 from tests.support.slack_events import SlackSender
-from tests.support.slack_world import SIGNING_SECRET, Replica, build_world, replica_worlds, running_bot
+from tests.support.slack_world import (
+    SIGNING_SECRET,
+    Replica,
+    build_world,
+    replica_worlds,
+    running_bot,
+    survivor_world,
+)
+from threadwise.db.claims import ClaimStore
+from threadwise.db.conversations import ProcessedEventRow
 from threadwise.handover import INTERRUPTED
 from threadwise.index.store import EvidenceIndex
 
@@ -91,24 +100,12 @@ def test_a_replica_killed_while_answering_is_relieved_by_the_other(
         sender = SlackSender(url=url, signing_secret=SIGNING_SECRET, team=slack.team_id)
         assert sender.event(_mention(ts)).status == 200
         store = claim_store(database_url)
-
-        def placeholder_noted() -> bool:  # the placeholder is posted and its ts kept with the claim
-            with store._sessions() as s:
-                from threadwise.db.conversations import ProcessedEventRow
-
-                row = s.get(ProcessedEventRow, f"slack:{slack.team_id}:C1:{ts}")
-                return row is not None and bool((row.payload or {}).get("placeholder_ts"))
-
-        slack.wait_for(placeholder_noted)  # then kill -9 mid-answer
+        key = f"slack:{slack.team_id}:C1:{ts}"
+        slack.wait_for(lambda: _payload(store, key).get("placeholder_ts"))  # noted: then kill -9 mid-answer
     [placeholder] = slack.calls_to("chat.postMessage")
     assert _answers(slack, ts) == []
 
-    survivor = build_world(
-        tmp_path / "survivor",
-        index=index,
-        database_url=database_url,
-        replica=Replica("survivor", ttl_s=1.0, sweep_s=0.2),
-    )
+    survivor = survivor_world(tmp_path / "survivor", index, database_url)
     with running_bot(survivor, slack) as run:
         slack.wait_for(lambda: _answers(slack, ts))
         run.bot.wait_idle()
@@ -119,6 +116,37 @@ def test_a_replica_killed_while_answering_is_relieved_by_the_other(
     assert store.orphans("slack:") == []
     [turn] = survivor.conversations.history(survivor.store.conversations()[0][1])
     assert turn.question.endswith("new laptop?")
+
+
+def test_a_placeholder_posted_by_a_replica_that_died_before_recording_it_becomes_the_answer(
+    tmp_path: Path, index: EvidenceIndex, slack: FakeSlack
+) -> None:
+    url = f"sqlite:///{tmp_path / 'shared.sqlite'}"
+    ts = "1700000250.000001"
+    held = slack.hold("chat.postMessage")  # the placeholder is posted; the replica never hears its ts
+    try:
+        with dying_replica(tmp_path / "dying", url, slack.api_url) as replica_url:
+            sender = SlackSender(url=replica_url, signing_secret=SIGNING_SECRET, team=slack.team_id)
+            assert sender.event(_mention(ts)).status == 200
+            slack.wait_for(lambda: slack.calls_to("chat.postMessage"))  # then kill -9
+    finally:
+        held.set()
+    [placeholder] = slack.bot_messages("C1", ts)
+    payload = _payload(claim_store(url), f"slack:{slack.team_id}:C1:{ts}")
+    assert payload["text"].endswith("new laptop?") and not payload.get("placeholder_ts")  # never recorded
+    survivor = survivor_world(tmp_path / "survivor", index, url)
+    with running_bot(survivor, slack) as run:
+        slack.wait_for(lambda: _answers(slack, ts))
+        run.bot.wait_idle()
+    assert [m["ts"] for m in slack.bot_messages("C1", ts)] == [placeholder["ts"]]  # no "Looking…" left behind
+    assert _answers(slack, ts)[0]["ts"] == placeholder["ts"] and slack.calls_to("chat.postMessage") == []
+
+
+def _payload(store: ClaimStore, key: str) -> dict[str, Any]:
+    """What the claim `key` keeps for another replica ({} while there is no such claim)."""
+    with store._sessions() as s:
+        row = s.get(ProcessedEventRow, key)
+        return dict(row.payload or {}) if row is not None else {}
 
 
 def test_a_question_that_outlived_its_replicas_gets_told_to_ask_again(

@@ -13,7 +13,7 @@ from microsoft_teams.api.activities import ActivityTypeAdapter
 
 from tests.support.fake_bot_connector import ConnectorCall, FakeBotConnector
 from tests.support.replica import claim_store, dying_replica
-from tests.support.slack_world import Replica, build_world, replica_worlds
+from tests.support.slack_world import Replica, build_world, replica_worlds, survivor_world
 from tests.support.teams_activities import CHANNEL, PERSONAL, TENANT, TeamsSender
 from tests.support.teams_world import APP_ID, running_teams
 from threadwise.bot.teams_activity import activity_key, place_of
@@ -50,12 +50,7 @@ def test_a_teams_replica_killed_while_answering_is_relieved_by_the_other(
     key = f"teams:{activity_key(place_of(ActivityTypeAdapter.validate_python(post)), post['id'])}"
     assert [o.key for o in store.orphans("teams:")] in ([], [key])  # open until its lease runs out
 
-    survivor = build_world(
-        tmp_path / "survivor",
-        index=index,
-        database_url=database_url,
-        replica=Replica("survivor", ttl_s=1.0, sweep_s=0.2),
-    )
+    survivor = survivor_world(tmp_path / "survivor", index, database_url)
     with running_teams(survivor, connector, authenticated=True) as run:
         [answer] = connector.wait_for(lambda: _messages(connector, thread))
         run.bot.wait_idle()

@@ -199,12 +199,13 @@ def _feedback_block(turn_id: int) -> Block:
     }
 
 
-def placeholder_message(question: str, *, waiting: int = 0) -> Message:
-    """What the thread shows within a second, until the answer replaces it."""
+def placeholder_message(question: str, *, waiting: int = 0, ref: str = "") -> Message:
+    """What the thread shows within a second, until the answer replaces it. `ref`: its block id, by which a
+    replica that takes the question over finds it in the thread."""
     text = ":hourglass_flowing_sand: Looking through Confluence…"
     if waiting > 0:
         text += f" ({waiting} question{'s' if waiting != 1 else ''} ahead of yours)"
-    return {"text": text, "blocks": [context(text)]}
+    return {"text": text, "blocks": [{**context(text), "block_id": ref} if ref else context(text)]}
 
 
 def asked_for_message(user: str, question: str) -> Message:

@@ -32,7 +32,7 @@ from threadwise.bot.mrkdwn import mentions_other_user
 from threadwise.bot.pool import Activity, Admission, FairPool, TrackedPool
 from threadwise.bot.question import PLATFORM, Question, question_of, refusal_of
 from threadwise.bot.slack_actions import ActionContext, register_actions
-from threadwise.bot.slack_handover import INBOX, inbox_key, replay_received, resume_slack
+from threadwise.bot.slack_handover import INBOX, inbox_key, placeholder_ref, replay_received, resume_slack
 from threadwise.bot.slack_identity import SlackAskers, slack_directory
 from threadwise.bot.slack_installation import Installation
 from threadwise.bot.slack_messenger import SlackMessenger
@@ -268,7 +268,8 @@ class SlackBot:
                 self.messenger.post(question.channel, question.thread_ts, blocks.notice_message(refusal))
                 return True
             try:
-                placeholder = blocks.placeholder_message(question.text, waiting=self.waiting)
+                ref = placeholder_ref(claimed) if claimed is not None else ""
+                placeholder = blocks.placeholder_message(question.text, waiting=self.waiting, ref=ref)
                 if placeholder_ts is not None:
                     placeholder_ts = self.messenger.deliver(
                         question.channel, question.thread_ts, placeholder_ts, placeholder

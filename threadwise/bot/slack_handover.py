@@ -96,7 +96,9 @@ def resume_slack(
     claim), or tell its thread it was interrupted and `finish` the claim."""
     payload = claim.payload
     question = Question(**{f.name: payload[f.name] for f in fields(Question) if f.name in payload})
-    ts = payload.get("placeholder_ts") or None
+    ts = payload.get("placeholder_ts") or messenger.find(
+        question.channel, question.thread_ts, placeholder_ref(claim.key)
+    )
     continue_claim(
         claim,
         give_up,

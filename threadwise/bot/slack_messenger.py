@@ -72,6 +72,26 @@ class SlackMessenger:
             new_ts = self.post(channel, thread_ts, plainer())
         return new_ts
 
+    def find(self, channel: str, thread_ts: str, block_id: str, *, pages: int = 10) -> str | None:
+        """The ts of the message in the thread that holds a block `block_id`; None when there is none or the
+        thread cannot be read (logged)."""
+        cursor = None
+        for _ in range(pages):
+            try:
+                reply = self.client.conversations_replies(
+                    channel=channel, ts=thread_ts, limit=200, cursor=cursor
+                )
+            except SlackApiError as err:
+                log.info("could not read thread %s in %s: %s", thread_ts, channel, why(err))
+                return None
+            for message in reply.get("messages") or []:
+                if any(b.get("block_id") == block_id for b in message.get("blocks") or []):
+                    return str(message["ts"])
+            cursor = (reply.get("response_metadata") or {}).get("next_cursor")
+            if not reply.get("has_more") or not cursor:
+                return None
+        return None
+
     def ephemeral(self, channel: str, user: str, thread_ts: str | None, message: blocks.Message) -> None:
         """A message only `user` sees, in the thread."""
         try:
