@@ -309,7 +309,7 @@ class _Handler(BaseHTTPRequestHandler):
         except (BrokenPipeError, ConnectionResetError):
             record.status = 499  # the client gave up (timeout) before we answered
         finally:
-            record.ended = time.monotonic()
+            record.ended = record.ended or time.monotonic()
 
     def _serve(self, body: dict[str, Any]) -> int:
         fake = self.fake
@@ -357,6 +357,7 @@ class _Handler(BaseHTTPRequestHandler):
         current = getattr(self, "_current", None)
         if current is not None:  # recorded before the reply leaves: a client that got it finds it recorded
             current.status = status
+            current.ended = time.monotonic()  # and done: its next request must not count as overlapping
         data = json.dumps(payload).encode("utf-8")
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
