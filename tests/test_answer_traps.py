@@ -13,7 +13,10 @@ import pytest
 
 from threadwise.connectors.files import SAMPLE_WIKI_DIR, load_pages
 from threadwise.core.answer.citations import CITATION, is_not_found
-from threadwise.core.types import NOT_FOUND_PLAIN
+from threadwise.core.answer.extractive import ExtractiveAnswerer
+from threadwise.core.answer.question import own_and_history, question_parts
+from threadwise.core.pipeline import TurnResult
+from threadwise.core.types import NOT_FOUND_PLAIN, Hit
 from threadwise.index.indexer import index_pages
 from threadwise.settings import load_settings
 from threadwise.wiring import Threadwise
@@ -100,16 +103,40 @@ def app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Threadwise]:
     yield app
 
 
+def explained(app: Threadwise, result: TurnResult) -> str:
+    """The answer with what chose it: each ranking's head with its scores, then the answerer's best units. A
+    trap that fails only inside a whole-suite run then says which stage gave something else (README, issue 12)."""
+
+    def head(hits: list[Hit]) -> str:
+        return ", ".join(f"{h.evidence_id.partition('@')[0]}={h.score:.6f}" for h in hits[:6])
+
+    r = result.retrieval
+    lines = [result.answer.text]
+    lines += [f"{name}: {head(hits)}" for name, hits in (("lexical", r.lexical), ("dense", r.dense))]
+    lines += [f"pages: {head(r.pages)}", f"fused: {head(r.fused)}"]
+    answerer = app.pipeline.answerer
+    if isinstance(answerer, ExtractiveAnswerer):
+        question = result.completion.question
+        parts = question_parts(own_and_history(question)[0])
+        for part in answerer.score_spans(question, r.evidences, parts=parts):
+            lines.append(
+                "units: "
+                + " | ".join(f"{s.score:.6f} [{s.span.source + 1}] {s.span.text[:40]}" for s in part[:3])
+            )
+    return "\n".join(lines)
+
+
 @pytest.mark.parametrize("trap", TRAPS, ids=str)
 def test_trap_question(app: Threadwise, trap: Trap) -> None:
-    answer = app.pipeline.ask(trap.question).answer
-    assert not answer.not_found, answer.text
+    result = app.pipeline.ask(trap.question)
+    answer = result.answer
+    assert not answer.not_found, explained(app, result)
     for expected in trap.must:
-        assert expected.lower() in answer.text.lower(), answer.text
+        assert expected.lower() in answer.text.lower(), explained(app, result)
     match = CITATION.search(answer.text)
     lead = answer.text[: match.start()] if match else answer.text
     for wrong in trap.lead_must_not:
-        assert wrong.lower() not in lead.lower(), answer.text
+        assert wrong.lower() not in lead.lower(), explained(app, result)
 
 
 def test_there_are_at_least_twenty_traps() -> None:
