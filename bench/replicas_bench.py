@@ -136,6 +136,7 @@ def outcome(slack: FakeSlack, sent: list[Sent]) -> dict[str, Any]:
         "answered_twice_or_more": sum(1 for c in counts if c > 1),
         "unanswered": counts.count(0),
         "messages_posted_per_question_max": max(placeholders_posted(slack, s.ts) for s in sent),
+        "bot_messages_per_thread_max": max(len(slack.bot_messages("C1", s.ts)) for s in sent),
         "latency_p50_s": round(latencies[len(latencies) // 2], 2) if latencies else None,
         "latency_max_s": round(latencies[-1], 2) if latencies else None,
     }
@@ -165,6 +166,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         killed_at = time.monotonic()
         victim.process.wait()
         in_flight = db.open_claims(victim.name)
+        questions = [k for k in in_flight if ":inbox:" not in k]
+        noted = db.placeholder_noted(questions)
+        unnoted = [
+            k for k in questions if not noted.get(k) and placeholders_posted(slack, k.rsplit(":", 1)[1])
+        ]
         failover = None
         if wait(lambda: db.leader() == survivor.name, 120, step=0.2):
             failover = round(time.monotonic() - killed_at, 1)
@@ -179,6 +185,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             "killed": victim.name,
             "acknowledged_replayed": db.replayed(),
             "victim_in_flight": len(in_flight),
+            "placeholder_posted_not_recorded": len(unnoted),
             "in_flight_answered_by_survivor": sum(1 for ts in adopted_ts if len(answers_in(slack, ts)) == 1),
             "in_flight_told_to_ask_again": sum(
                 1 for ts in {k.rsplit(":", 1)[1] for k in in_flight} if _interrupted(slack, ts)
@@ -239,6 +246,8 @@ def table(report: dict[str, Any]) -> str:
             f"{k['answered_once']} / {k['answered_twice_or_more']} / {k['unanswered']}",
         ),
         ("  answer latency p50 / max (s)", f"{k['latency_p50_s']} / {k['latency_max_s']}"),
+        ("  its placeholders posted but not recorded at the kill", str(k["placeholder_posted_not_recorded"])),
+        ("  bot messages left in a thread, at most", str(k["bot_messages_per_thread_max"])),
         ("  questions in progress on the killed replica (claimed)", str(k["victim_in_flight"])),
         ("  events it had acknowledged, listener not done: replayed", str(k["acknowledged_replayed"])),
         (

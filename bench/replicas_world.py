@@ -5,6 +5,7 @@ read over a connection of its own."""
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import signal
 import subprocess
@@ -130,6 +131,14 @@ class Database:
         elsewhere (those it had claimed already are then answered through the claim's hand-over, once)."""
         sql = "SELECT count(*) FROM processed_events WHERE event_key LIKE 'slack:inbox:%' AND attempts > 1"
         return int(self.rows(sql)[0][0])
+
+    def placeholder_noted(self, keys: list[str]) -> dict[str, bool]:
+        """Of the claims `keys`, whether each has its placeholder's ts recorded (what a replica that dies
+        between posting the placeholder and recording it leaves unrecorded)."""
+        rows = self.rows("SELECT event_key, payload FROM processed_events")
+        wanted = set(keys)
+        payloads = {k: json.loads(p) if isinstance(p, str) else (p or {}) for k, p in rows if k in wanted}
+        return {k: bool(p.get("placeholder_ts")) for k, p in payloads.items()}
 
     def claims(self, keys: list[str]) -> dict[str, tuple[str, int]]:
         rows = self.rows("SELECT event_key, holder, attempts FROM processed_events")
