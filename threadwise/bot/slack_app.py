@@ -196,8 +196,8 @@ class SlackBot:
 
     def on_home_opened(self, event: dict[str, Any]) -> None:
         user = event.get("user")
-        if event.get("tab", "home") != "home" or not isinstance(user, str):
-            return
+        if event.get("tab", "home") != "home" or not isinstance(user, str) or not user.strip():
+            return  # no one to publish it for (Slack refuses the call)
         self.submit(lambda: self.publish_home(user), "publishing the Home tab", owner=user)
 
     def publish_home(self, user: str) -> None:
