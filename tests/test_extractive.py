@@ -335,3 +335,46 @@ def test_a_follow_up_completed_offline_is_scored_by_its_own_question(answerer: E
     assert own_and_history(question) == ("How long does a full build take?", earlier)
     best = answerer.score_spans(question, [BUILD_PASSAGE])[0][0]
     assert "four hours" in best.span.text  # not the host sentence that the earlier question's words match
+
+
+def filler(title: str, position: int) -> Evidence:
+    return evidence(
+        f"Section {position} of {title} lists the meeting rooms of floor {position}.",
+        title=title,
+        position=position,
+    )
+
+
+def test_a_lower_section_of_the_top_page_can_be_quoted(answerer: ExtractiveAnswerer) -> None:
+    """The page retrieval is surest of often answers in a section ranked below the top 4 (`page_evidences`)."""
+    top = evidence("Ask the platform team for access to the wiki.", position=0)
+    others = [filler("Office Guide", k) for k in range(1, 5)]
+    lower = evidence("A full build takes about four hours on a machine with eight cores.", position=5)
+    question = "How long does a full build of OpenXT take?"
+    answer = answerer.answer(question, [top, *others, lower])
+    assert "four hours" in answer.text and "[Source 6]" in answer.text
+    without = ExtractiveAnswerer(embedder=answerer.embedder, page_evidences=0)
+    assert "four hours" not in without.answer(question, [top, *others, lower]).text
+
+
+def test_a_follow_up_quotes_up_to_three_units_of_the_page(answerer: ExtractiveAnswerer) -> None:
+    """A follow-up completed offline says little by itself: up to `followup_pieces` units of the page join."""
+    rows = [
+        evidence(
+            f"Row {k} in Table 1: Host is {host}, and Build time is {hours}",
+            kind="row",
+            position=k,
+            cells=(("Host", host), ("Build time", hours)),
+        )
+        for k, (host, hours) in enumerate(
+            [("builder-1", "4 hours"), ("builder-2", "5 hours"), ("builder-3", "6 hours")]
+        )
+    ]
+    earlier = "Which build hosts does OpenXT use?"
+    question = (
+        HistoryCompleter().complete("And how long do they take?", [PastTurn(earlier, earlier, "")]).question
+    )
+    text = answerer.answer(question, rows).text
+    assert all(f"[Source {k}]" in text for k in (1, 2, 3)), text
+    alone = answerer.answer("How long do the OpenXT build hosts take?", rows).text
+    assert "[Source 3]" not in alone, alone  # a self-contained question keeps `max_pieces` (2)

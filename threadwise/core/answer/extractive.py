@@ -104,6 +104,12 @@ class ExtractiveAnswerer:
       unit most of the time, in whichever of its evidences).
     - `lead_bonus`: for the first unit of its evidence (a section's or a list's opening line often states what
       the rest details).
+    - `page_evidences`: units are also taken from up to this many further evidences of the top evidence's page
+      among the top 10 (a page retrieval is sure of often holds the answer in a section ranked lower); they
+      are penalized as the last of the top evidences.
+    - `followup_pieces` / `followup_margin` / `followup_budget`: for a follow-up completed offline, which is
+      scored by its own few words and so is less sure of its best unit, up to this many units of the page
+      within this margin, in a shorter budget each (`max_pieces`, `second_margin`, `budget_words` otherwise).
     A question completed offline ("the question ← earlier questions") is scored by its own part only: the
     earlier questions chose the evidences already, and their words would pull units of earlier answers up.
     - `max_candidates` / `max_per_evidence` / `max_embed_words`: caps on what one call embeds (latency): an
@@ -131,6 +137,10 @@ class ExtractiveAnswerer:
     max_per_evidence: int = 8
     top_page_bonus: float = 0.1
     lead_bonus: float = 0.05
+    page_evidences: int = 2
+    followup_pieces: int = 3
+    followup_margin: float = 0.6
+    followup_budget: int = 55
     cache_size: int = 4096  # unit embeddings kept for reuse
     name: str = "extractive"
     deterministic: bool = True
@@ -145,12 +155,18 @@ class ExtractiveAnswerer:
         ranked = self.score_spans(question, evidences, parts=parts)
         if not ranked or self.confidence(question, evidences, ranked[0][0]) < self.min_confidence:
             return not_found_answer(question, evidences, answerer=self.name)
-        pieces = self._choose(ranked, [e.page_id for e in evidences])
+        followup = bool(own_and_history(question)[1])  # completed offline from earlier questions
+        pieces = self._choose(
+            ranked,
+            [e.page_id for e in evidences],
+            max_pieces=self.followup_pieces if followup else self.max_pieces,
+            margin=self.followup_margin if followup else self.second_margin,
+        )
         text = compose(
             pieces,
             evidences,
             question_terms=weights(tokenize(question)),
-            budget=self.budget_words,
+            budget=self.followup_budget if followup else self.budget_words,
             german=is_german(question),
             question=question,
         )
@@ -166,7 +182,9 @@ class ExtractiveAnswerer:
             coverage = max(coverage, best.cosine)
         return best.cosine + coverage
 
-    def _choose(self, ranked: list[list[Scored]], pages: Sequence[str]) -> list[Piece]:
+    def _choose(
+        self, ranked: list[list[Scored]], pages: Sequence[str], *, max_pieces: int, margin: float
+    ) -> list[Piece]:
         """The best unit of each part of the question; for a one-part question, also a close runner-up
         from another evidence (several rows often answer together): within `second_margin` of the best on
         the same page; on another page within `other_page_margin`, or when it is a row that disagrees with
@@ -178,9 +196,9 @@ class ExtractiveAnswerer:
                 pieces.append(Piece(best.span))
         best = ranked[0][0]
         sources = {p.span.source for p in pieces}
-        limit = self.max_pieces + len(ranked) - 1  # one more per further part of the question
+        limit = max_pieces + len(ranked) - 1  # one more per further part of the question
         for other in ranked[0][1:]:
-            if len(pieces) >= limit or best.score - other.score > self.second_margin:
+            if len(pieces) >= limit or best.score - other.score > margin:
                 break
             same_page = pages[other.span.source] == pages[best.span.source]
             if not same_page and best.score - other.score > self.other_page_margin:
@@ -207,9 +225,19 @@ class ExtractiveAnswerer:
         return np.stack([known[t] for t in texts])
 
     def _candidates(self, terms: dict[str, float], evidences: Sequence[Evidence]) -> list[Span]:
-        """Units of the top evidences in rank order, capped so that embedding them stays fast."""
+        """Units of the top evidences (and of `page_evidences` more of the top page) in rank order, capped so
+        that embedding them stays fast."""
         spans: list[Span] = []
-        for source, evidence in enumerate(evidences[: self.top_evidences]):
+        chosen = list(range(min(self.top_evidences, len(evidences))))
+        if self.page_evidences and evidences:
+            extra = [
+                k
+                for k in range(self.top_evidences, min(10, len(evidences)))
+                if evidences[k].page_id == evidences[0].page_id
+            ]
+            chosen += extra[: self.page_evidences]
+        for source in chosen:
+            evidence = evidences[source]
             own = candidate_spans(evidence, source, max_words=self.max_span_words)
             if len(own) > self.max_per_evidence:
                 best = sorted(own, key=lambda s: (-lexical_overlap(terms, s.text), s.order))
@@ -260,7 +288,7 @@ class ExtractiveAnswerer:
             score = (
                 similarity
                 + self.lexical_weight * overlap
-                - self.rank_penalty * span.source
+                - self.rank_penalty * min(span.source, self.top_evidences)
                 - (self.echo_penalty if _echoes(terms, span.text) else 0.0)
                 + (self.type_bonus if wanted and has_answer_type(wanted, span.text) else 0.0)
                 + (self.top_page_bonus if span.source in top_page else 0.0)
