@@ -3,7 +3,8 @@
 `threadwise eval --answers` re-runs retrieval and completion on each call; while the answerer changes, both stay
 the same. This script keeps the top evidences of every question of the four settings (completed/conversational
 x EN/DE) in one pickle, then answers them all and prints the answer metrics per setting (and, with --dump, one
-JSON line per question to read the misses); --ceiling prints the recall of the best window an oracle could quote.
+JSON line per question to read the misses); --ceiling prints the recall of the best window an oracle could quote;
+--explain also prints counterfactual and naive attribution accuracy of the completed questions, as `eval --explain`.
 The answer numbers in the README come from `threadwise eval`; the ceilings from here.
 
     THREADWISE_DATA_DIR=DIR PYTHONPATH=. .venv/bin/python bench/answer_dev.py --cache /tmp/hits.pkl [--dump out.jsonl]
@@ -25,7 +26,7 @@ from threadwise.core.answer.extractive import ExtractiveAnswerer
 from threadwise.core.answer.spans import candidate_spans
 from threadwise.core.types import PastTurn
 from threadwise.evaluation.answer_metrics import score_answers, token_f1, token_recall
-from threadwise.evaluation.dataset import load_conversations
+from threadwise.evaluation.dataset import load_conversations, rank_of_gold
 
 SETTINGS = [("completed", "en"), ("completed", "de"), ("conversational", "en"), ("conversational", "de")]
 SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "confquestions"  # beside the checkout
@@ -76,6 +77,30 @@ def retrieve_all(cache: Path, limit: int | None) -> dict[str, list[dict[str, Any
     return out
 
 
+def gold_pages(name: str) -> list[frozenset[str]]:
+    """The gold pages of a setting's questions, in the order `dev_queries` asks them."""
+    lang = name.rsplit("-", 1)[1]
+    return [turn.gold_pages for conv in load_conversations(SHARED / "qa-dev.json", lang) for turn in conv]
+
+
+def attribution(
+    rows: list[dict[str, Any]], answers: list[Any], gold: list[frozenset[str]], answerer: Any
+) -> str:
+    """Counterfactual and naive attribution accuracy over the questions whose gold page was retrieved."""
+    from threadwise.core.attribute.attribution import explain
+    from threadwise.evaluation.attribution_metrics import explanation_accuracy, naive_accuracy
+
+    ok = naive = n = 0
+    for row, answer, pages in zip(rows, answers, gold, strict=True):
+        if rank_of_gold([e.page_id for e in row["evidences"]], pages) is None:
+            continue
+        expl = explain(row["query"], answer, row["evidences"], answerer=answerer, embedder=answerer.embedder)
+        ok += explanation_accuracy(expl, pages)
+        naive += naive_accuracy(expl, pages)
+        n += 1
+    return f"attribution {ok / n:.3f}  naive {naive / n:.3f}  (n={n})" if n else "attribution n=0"
+
+
 def ceiling(rows: list[dict[str, Any]], top: int, words: int) -> float:
     """Mean token recall of the best `words`-word window (in steps of 5 words) of the top evidences' units,
     chosen knowing the gold answer: what no extractive answer of that length can beat."""
@@ -98,6 +123,9 @@ def main() -> int:
     parser.add_argument("--only", help="one setting, e.g. completed-en")
     parser.add_argument("--ceiling", action="store_true", help="print the oracle windows' recall and stop")
     parser.add_argument(
+        "--explain", action="store_true", help="attribution accuracy of the completed questions"
+    )
+    parser.add_argument(
         "--set", action="append", default=[], help="an answerer parameter, e.g. budget_words=40"
     )
     args = parser.parse_args()
@@ -118,12 +146,13 @@ def main() -> int:
     for name, rows in hits.items():
         if args.only and name != args.only:
             continue
-        predictions, ms = [], []
+        predictions, ms, answers = [], [], []
         for row in rows:
             t = time.perf_counter()
             answer = answerer.answer(row["query"], row["evidences"])
             ms.append((time.perf_counter() - t) * 1000)
             predictions.append(answer.text)
+            answers.append(answer)
             if dump:
                 record = {
                     "setting": name,
@@ -140,6 +169,8 @@ def main() -> int:
             f"{name:<18} recall {s.token_recall:.3f}  f1 {s.token_f1:.3f}  median words {s.median_words:.0f}  "
             f"not found {s.not_found_rate:.3f}  ms p50 {statistics.median(ms):.0f}"
         )
+        if args.explain and name.startswith("completed"):
+            print(f"{name:<18} {attribution(rows, answers, gold_pages(name), answerer)}")
     return 0
 
 
