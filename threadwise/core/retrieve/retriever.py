@@ -81,8 +81,7 @@ def keep_ranking_heads(
         page = page_of[ranking[0]]
         if page in {page_of[eid] for eid, _ in fused[:top_k]}:
             continue
-        seen = {page_of.get(x, x) for other in witnesses if other is not ranking for x in other}
-        if unseen_only and page in seen:
+        if unseen_only and page in {page_of.get(x, x) for w in witnesses if w is not ranking for x in w}:
             continue
         moving = [eid for eid in ranking if page_of[eid] == page][:hits]
         moved = [pair for pair in fused if pair[0] in moving]
