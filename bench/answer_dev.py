@@ -4,7 +4,9 @@
 the same. This script keeps the top evidences of every question of the four settings (completed/conversational
 x EN/DE) in one pickle, then answers them all and prints the answer metrics per setting (and, with --dump, one
 JSON line per question to read the misses); --ceiling prints the recall of the best window an oracle could quote;
---explain also prints counterfactual and naive attribution accuracy of the completed questions, as `eval --explain`.
+--explain also prints counterfactual and naive attribution accuracy of the completed questions, as `eval --explain`;
+--perturb EPS answers each question again from evidences fused anew after moving the dense scores by up to ±EPS at
+random, and prints the share of answers that changed (citations compared by evidence id).
 The answer numbers in the README come from `threadwise eval`; the ceilings from here.
 
     THREADWISE_DATA_DIR=DIR PYTHONPATH=. .venv/bin/python bench/answer_dev.py --cache /tmp/hits.pkl [--dump out.jsonl]
@@ -15,10 +17,13 @@ from __future__ import annotations
 import argparse
 import json
 import pickle
+import random
+import re
 import statistics
 import sys
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -59,15 +64,47 @@ def dev_queries(limit: int | None = None) -> Iterator[tuple[str, Any, Any, Any, 
                 yield f"{questions}-{lang}", app, index, turn, query, history
 
 
+@dataclass
+class RecordingSearch:
+    """The eval index, keeping every evidence its lexical and dense searches returned."""
+
+    index: Any
+    seen: dict[str, Any] = field(default_factory=dict)
+
+    def search_lexical(self, query: str, k: int, scope: Any = None) -> list[Any]:
+        return self._keep(self.index.search_lexical(query, k, scope))
+
+    def search_dense(self, vector: Any, k: int, scope: Any = None) -> list[Any]:
+        return self._keep(self.index.search_dense(vector, k, scope))
+
+    def search_pages(self, query: str, k: int, scope: Any = None) -> list[tuple[str, float]]:
+        return list(self.index.search_pages(query, k, scope))
+
+    def _keep(self, scored: list[Any]) -> list[Any]:
+        self.seen.update((s.evidence.id, s.evidence) for s in scored)
+        return scored
+
+
 def retrieve_all(cache: Path, limit: int | None) -> dict[str, list[dict[str, Any]]]:
     """Every question of the four settings with its top evidences, from the eval index (built by `eval`)."""
     from threadwise.core.retrieve.retriever import Retriever
 
     out: dict[str, list[dict[str, Any]]] = {}
     for name, app, index, turn, query, history in dev_queries(limit):
-        evidences = Retriever(index=index, embedder=app.embedder).retrieve(query).evidences
+        recording = RecordingSearch(index)
+        retrieval = Retriever(index=recording, embedder=app.embedder).retrieve(query)
+        evidences = retrieval.evidences
         out.setdefault(name, []).append(
-            {"query": query, "gold": turn.answer, "source": turn.source, "evidences": evidences}
+            {
+                "query": query,
+                "gold": turn.answer,
+                "source": turn.source,
+                "evidences": evidences,
+                "lexical": [h.evidence_id for h in retrieval.lexical],
+                "dense": [(h.evidence_id, h.score) for h in retrieval.dense],
+                "pages": [h.evidence_id for h in retrieval.pages],
+                "pool": recording.seen,  # the rankings before fusion, to fuse again (--perturb)
+            }
         )
         shown = tuple(dict.fromkeys(e.page_id for e in evidences[:3]))
         history.append(PastTurn(turn.question, query, "", shown))
@@ -115,6 +152,48 @@ def ceiling(rows: list[dict[str, Any]], top: int, words: int) -> float:
     return total / len(rows) if rows else 0.0
 
 
+def cited_by_id(text: str, evidences: list[Any]) -> str:
+    """The answer with each "[Source N]" replaced by its evidence's id, to compare answers over reordered sources."""
+    return re.sub(r"\[Source (\d+)\]", lambda m: f"[{evidences[int(m.group(1)) - 1].id}]", text)
+
+
+def perturbed(row: dict[str, Any], eps: float, rng: random.Random) -> list[Any]:
+    """The top evidences fused again after moving each dense score (a cosine) by up to ±eps at random, as
+    another embedding engine whose vectors differ a little would: near-tied dense ranks may swap."""
+    from threadwise.core.retrieve.retriever import RetrievalOptions, fuse
+
+    dense = sorted(
+        ((eid, score + rng.uniform(-eps, eps)) for eid, score in row["dense"]), key=lambda p: -p[1]
+    )
+    pool = row["pool"]
+    options = RetrievalOptions()
+    fused = fuse(
+        row["lexical"],
+        [eid for eid, _ in dense],
+        row["pages"],
+        {eid: e.page_id for eid, e in pool.items()},
+        options,
+    )
+    return [replace(pool[eid], score=score) for eid, score in fused[: options.top_k]]
+
+
+def flip_rate(rows: list[dict[str, Any]], answers: list[Any], answerer: Any, eps: float, seeds: int) -> str:
+    """Share of questions whose answer changes under `seeds` random perturbations of the scores by ±eps, and
+    how many of them had their evidences reordered at all."""
+    changed = reordered = 0
+    for k, (row, answer) in enumerate(zip(rows, answers, strict=True)):
+        rng = random.Random(k)
+        base = cited_by_id(answer.text, row["evidences"])
+        flips = swaps = False
+        for _ in range(seeds):
+            evidences = perturbed(row, eps, rng)
+            swaps |= [e.id for e in evidences] != [e.id for e in row["evidences"]]
+            flips |= cited_by_id(answerer.answer(row["query"], evidences).text, evidences) != base
+        changed += flips
+        reordered += swaps
+    return f"perturbed by ±{eps:g}: {changed}/{len(rows)} answers changed ({reordered} reordered)"
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--cache", type=Path, required=True)
@@ -125,6 +204,8 @@ def main() -> int:
     parser.add_argument(
         "--explain", action="store_true", help="attribution accuracy of the completed questions"
     )
+    parser.add_argument("--perturb", type=float, help="move the dense scores by up to ±this, fuse again")
+    parser.add_argument("--seeds", type=int, default=3, help="perturbations per question")
     parser.add_argument(
         "--set", action="append", default=[], help="an answerer parameter, e.g. budget_words=40"
     )
@@ -169,6 +250,8 @@ def main() -> int:
             f"{name:<18} recall {s.token_recall:.3f}  f1 {s.token_f1:.3f}  median words {s.median_words:.0f}  "
             f"not found {s.not_found_rate:.3f}  ms p50 {statistics.median(ms):.0f}"
         )
+        if args.perturb:
+            print(f"{name:<18} {flip_rate(rows, answers, answerer, args.perturb, args.seeds)}")
         if args.explain and name.startswith("completed"):
             print(f"{name:<18} {attribution(rows, answers, gold_pages(name), answerer)}")
     return 0

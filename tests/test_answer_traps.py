@@ -5,8 +5,9 @@ before the first citation, what a reader takes as the answer)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from dataclasses import dataclass
+import re
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pytest
@@ -16,7 +17,7 @@ from threadwise.core.answer.citations import CITATION, is_not_found
 from threadwise.core.answer.extractive import ExtractiveAnswerer
 from threadwise.core.answer.question import own_and_history, question_parts
 from threadwise.core.pipeline import TurnResult
-from threadwise.core.types import NOT_FOUND_PLAIN, Hit
+from threadwise.core.types import NOT_FOUND_PLAIN, Evidence, Hit
 from threadwise.index.indexer import index_pages
 from threadwise.settings import load_settings
 from threadwise.wiring import Threadwise
@@ -137,6 +138,33 @@ def test_trap_question(app: Threadwise, trap: Trap) -> None:
     lead = answer.text[: match.start()] if match else answer.text
     for wrong in trap.lead_must_not:
         assert wrong.lower() not in lead.lower(), explained(app, result)
+
+
+def by_evidence(text: str, evidences: Sequence[Evidence]) -> str:
+    """The answer with each citation naming its evidence, to compare answers over reordered sources."""
+    return re.sub(r"\[Source (\d+)\]", lambda m: f"[{evidences[int(m.group(1)) - 1].id}]", text)
+
+
+@pytest.mark.parametrize("trap", [t.values[0] if hasattr(t, "values") else t for t in TRAPS], ids=str)
+def test_with_a_tie_margin_a_near_tie_of_the_top_two_evidences_cannot_change_the_answer(
+    app: Threadwise, trap: Trap
+) -> None:
+    """The top two evidences scored 5e-5 apart, in one order and then the other (a perturbation of 1e-4, as
+    another embedding engine's dense scores can cause: README, issue 12), give the same answer, citing the
+    same evidences, when the answerer treats scores within `tie_margin` as a tie."""
+    answerer = app.pipeline.answerer
+    assert isinstance(answerer, ExtractiveAnswerer)
+    steady = ExtractiveAnswerer(embedder=answerer.embedder, tie_margin=1e-4)
+    evidences = app.pipeline.retriever.retrieve(trap.question).evidences
+    top = evidences[0].score
+    assert top is not None and len(evidences) >= 2
+    first, second = evidences[:2]
+    rest = evidences[2:]
+    as_ranked = [replace(first, score=top), replace(second, score=top - 5e-5), *rest]
+    swapped = [replace(second, score=top), replace(first, score=top - 5e-5), *rest]
+    one, other = steady.answer(trap.question, as_ranked), steady.answer(trap.question, swapped)
+    assert by_evidence(one.text, as_ranked) == by_evidence(other.text, swapped)
+    assert [as_ranked[n - 1].id for n in one.cited] == [swapped[n - 1].id for n in other.cited]
 
 
 def test_there_are_at_least_twenty_traps() -> None:

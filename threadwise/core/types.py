@@ -85,6 +85,10 @@ class Evidence:
     row_no: int | None = None
     cells: tuple[tuple[str, str], ...] = field(default=())
     last_modified: str = ""
+    # The final retrieval score (fused, or re-ranked) for the question this evidence was retrieved for: the
+    # answerer treats evidences whose scores nearly tie alike. None outside a retrieval (stored sources, tests);
+    # not part of the stored form, nor of equality.
+    score: float | None = field(default=None, compare=False)
 
     @property
     def label(self) -> str:

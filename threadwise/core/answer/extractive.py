@@ -4,8 +4,9 @@ whole fact, cited.
 No LLM. Candidate units are the sentences of passages, the items of lists (a nested item keeps its parent),
 and the rows of tables. Each is scored by features measured on the ConfQuestions dev split: the cosine between
 the question's and the unit's embeddings (one batch call to the injected multilingual `Embedder`), lexical
-overlap with the question, a prior for the evidence's retrieval rank, small bonuses for a unit of the top
-evidence's page and for the first unit of an evidence, whether the unit holds what the wh-word asks for (a date
+overlap with the question, a prior for the evidence's retrieval rank (with `tie_margin`, evidences whose retrieval
+scores nearly tie share one and are read in a fixed order; off by default, README), small bonuses for a unit of the
+top evidence's page and for the first unit of an evidence, whether the unit holds what the wh-word asks for (a date
 for "when"), and a penalty for units that only echo the question.
 
 The best unit is then quoted with what qualifies it (see `compose.py`): a row with its column names, a
@@ -56,6 +57,22 @@ def not_found_answer(
     return Answer(text=text, not_found=True, answerer=answerer)
 
 
+def score_tiers(evidences: Sequence[Evidence], margin: float) -> list[int]:
+    """Each evidence's retrieval tier: how many of the others scored more than `margin` above it, so that
+    evidences whose retrieval scores nearly tie share a tier (their rank when a score is missing)."""
+    scores = [e.score for e in evidences if e.score is not None]
+    if len(scores) < len(evidences):
+        return list(range(len(evidences)))
+    return [sum(1 for t in scores if t > s + margin) for s in scores]
+
+
+def canonical_order(evidences: Sequence[Evidence], margin: float) -> list[int]:
+    """The evidences' indices by tier, and within a tier by id: the order the answerer reads them in, the
+    same whichever way a near-tie fell (a perturbation of 1e-4 in the scores can swap two ranks)."""
+    tiers = score_tiers(evidences, margin)
+    return sorted(range(len(evidences)), key=lambda i: (tiers[i], evidences[i].id))
+
+
 # --- scoring features -----------------------------------------------------------------------------------------
 
 
@@ -95,6 +112,8 @@ class ExtractiveAnswerer:
     - `min_confidence`: the not-found threshold on `confidence()` (best unit's cosine + share of the question's
       terms in its evidence's context, 0..2).
     - `rank_penalty`: subtracted per retrieval rank, so the top evidence wins unless another is clearly better.
+    - `tie_margin`: evidences whose retrieval scores (`Evidence.score`) are within this of each other share a
+      rank and are read in a fixed order (`canonical_order`), so swapping them cannot change the answer.
     - `type_bonus`: for a unit holding what the wh-word asks for (a date for "when", a number for "how many").
     - `echo_penalty`: for units that are questions or only repeat the question's terms.
     - `budget_words`: the answer's length; the best unit is quoted whole and its context fills the rest.
@@ -122,6 +141,8 @@ class ExtractiveAnswerer:
     # 0-4%, 0.25 0-0.7% with recall equal or higher; out-of-scope questions over the sample wiki score 0.02-0.22
     min_confidence: float = 0.25
     rank_penalty: float = 0.25  # dev split: 0.1 lost 0.01-0.03 token recall in all four settings
+    # 0: the retrieval order decides; a margin made answers less stable under perturbed dense scores (README)
+    tie_margin: float = 0.0
     lexical_weight: float = 1.0
     type_bonus: float = 0.1
     echo_penalty: float = 1.0
@@ -151,6 +172,10 @@ class ExtractiveAnswerer:
         self.embedder.warm_up()
 
     def answer(self, question: str, evidences: Sequence[Evidence]) -> Answer:
+        """Answer from `evidences` (best first) as if near-tied ones came in a fixed order (`canonical_order`),
+        citing them by their numbers as given."""
+        order = canonical_order(evidences, self.tie_margin)
+        evidences = [evidences[i] for i in order]
         parts = question_parts(own_and_history(question)[0])
         ranked = self.score_spans(question, evidences, parts=parts)
         if not ranked or self.confidence(question, evidences, ranked[0][0]) < self.min_confidence:
@@ -162,7 +187,7 @@ class ExtractiveAnswerer:
             max_pieces=self.followup_pieces if followup else self.max_pieces,
             margin=self.followup_margin if followup else self.second_margin,
         )
-        text = compose(
+        chunks = compose(
             pieces,
             evidences,
             question_terms=weights(tokenize(question)),
@@ -170,7 +195,7 @@ class ExtractiveAnswerer:
             german=is_german(question),
             question=question,
         )
-        return render(text, answerer=self.name)
+        return render([(text, order[k]) for text, k in chunks], answerer=self.name)
 
     @staticmethod
     def confidence(question: str, evidences: Sequence[Evidence], best: Scored) -> float:
@@ -259,9 +284,11 @@ class ExtractiveAnswerer:
         index = {t: i for i, t in enumerate(texts)}
         german = is_german(question)
         other_language = {s.source for s in spans if evidence_is_german(evidences[s.source]) != german}
-        top_page = {s.source for s in spans if evidences[s.source].page_id == evidences[0].page_id}
+        tiers = score_tiers(evidences, self.tie_margin)
+        top_pages = {e.page_id for e, tier in zip(evidences, tiers, strict=True) if tier == 0}
+        top_page = {s.source for s in spans if evidences[s.source].page_id in top_pages}
         return [
-            self._rank(part, spans, vectors, index, vectors[index[part]], other_language, top_page)
+            self._rank(part, spans, vectors, index, vectors[index[part]], other_language, top_page, tiers)
             for part in parts
         ]
 
@@ -274,6 +301,7 @@ class ExtractiveAnswerer:
         query: np.ndarray,
         other_language: set[int],
         top_page: set[int],
+        tiers: Sequence[int],
     ) -> list[Scored]:
         """Units scored against one part of the question. Words cannot match across languages: for a unit
         of an evidence in another language than the question, the cosine stands in for the word overlap."""
@@ -288,7 +316,7 @@ class ExtractiveAnswerer:
             score = (
                 similarity
                 + self.lexical_weight * overlap
-                - self.rank_penalty * min(span.source, self.top_evidences)
+                - self.rank_penalty * min(tiers[span.source], self.top_evidences)
                 - (self.echo_penalty if _echoes(terms, span.text) else 0.0)
                 + (self.type_bonus if wanted and has_answer_type(wanted, span.text) else 0.0)
                 + (self.top_page_bonus if span.source in top_page else 0.0)

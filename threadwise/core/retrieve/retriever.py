@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from threadwise.core.protocols import Embedder, EvidenceSearch, Reranker
@@ -87,9 +87,13 @@ def keep_ranking_heads(
         moved = [pair for pair in fused if pair[0] in moving]
         rest = [pair for pair in fused if pair[0] not in moving]
         at = min(rank - 1, len(rest))
-        # shown with its neighbour's score: the order is what counts
-        score = rest[at - 1][1] if at > 0 else moved[0][1]
-        fused = [*rest[:at], *((eid, score) for eid, _ in moved), *rest[at:]]
+        # scored evenly between their new neighbours, so that the scores stay in the ranking's order (the
+        # answerer reads them: evidences whose scores nearly tie are alike to it)
+        high = rest[at - 1][1] if at > 0 else moved[0][1]
+        low = rest[at][1] if at < len(rest) else min(high, moved[-1][1])
+        step = (high - low) / (len(moved) + 1)
+        placed = [(eid, high - step * (j + 1)) for j, (eid, _) in enumerate(moved)]
+        fused = [*rest[:at], *placed, *rest[at:]]
     return fused
 
 
@@ -215,7 +219,7 @@ class Retriever:
         final = reranked or fused
         return Retrieval(
             query=query,
-            evidences=[pool[h.evidence_id] for h in final[: opts.top_k]],
+            evidences=[replace(pool[h.evidence_id], score=h.score) for h in final[: opts.top_k]],
             lexical=_hits(lexical),
             dense=_hits(dense),
             fused=fused,
