@@ -46,7 +46,7 @@ from threadwise.db.base import make_engine  # noqa: E402
 from threadwise.db.schema import upgrade  # noqa: E402
 from threadwise.index.bm25_store import BM25Store  # noqa: E402
 from threadwise.index.chroma_store import ChromaServer  # noqa: E402
-from threadwise.index.indexer import BATCH_PAGES, index_batch  # noqa: E402
+from threadwise.index.indexer import index_page, index_stream  # noqa: E402
 from threadwise.index.manifest import IndexManifest  # noqa: E402
 from threadwise.index.store import EvidenceIndex  # noqa: E402
 from threadwise.models.embedders import HashingEmbedder  # noqa: E402
@@ -82,13 +82,7 @@ def one_size(size: int, originals: list[Page], chroma: ChromaServer, chroma_pid:
     out: dict[str, Any] = {"pages": size}
 
     def build() -> None:
-        batch: list[Page] = []
-        for page in wiki(originals, size):
-            batch.append(page)
-            if len(batch) == BATCH_PAGES:
-                index_batch(writer, batch)
-                batch = []
-        index_batch(writer, batch)
+        index_stream(writer, wiki(originals, size))
         writer.flush()
 
     _, out["index"] = timed(build)
@@ -100,7 +94,7 @@ def one_size(size: int, originals: list[Page], chroma: ChromaServer, chroma_pid:
     edited = replace(target, body=target.body + "<p>Edited by the replica benchmark.</p>", version=2)
 
     def edit() -> None:
-        index_batch(writer, [edited])
+        index_page(writer, edited)
         writer.flush()
 
     _, out["writer_edit_and_flush"] = timed(edit, chroma_pid)

@@ -72,19 +72,13 @@ def index_here(args: argparse.Namespace) -> dict[str, Any]:
     """Index `args.size` pages into the index the settings name, as `threadwise index` would."""
     from threadwise.connectors.files import load_pages
     from threadwise.index.embedding_cache import EmbedCounts
-    from threadwise.index.indexer import BATCH_PAGES, index_batch
+    from threadwise.index.indexer import index_stream
 
     app = app_from_env(args.collection)
     app.embedder.warm_up()
     counts = EmbedCounts()
     wall, cpu = time.perf_counter(), time.process_time()
-    batch = []
-    for page in wiki(load_pages(args.docs)[0], args.size):
-        batch.append(page)
-        if len(batch) == BATCH_PAGES:
-            index_batch(app.index, batch, counts=counts)
-            batch = []
-    index_batch(app.index, batch, counts=counts)
+    index_stream(app.index, wiki(load_pages(args.docs)[0], args.size), counts=counts)
     app.index.flush()
     return {
         "evidences": app.index.count(),

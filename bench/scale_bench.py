@@ -8,7 +8,7 @@ page edited (its evidences written, texts embedded).
 
 A copy `i` of a page lives in a copied space (`<SPACE>-c<i>`), keeps its title, and has two small edits: a
 sentence appended to its body and the copy number in its first paragraph; so its evidences that quote the
-first paragraph, and its last one, are new texts. Pages go to the index 16 at a time through `index_batch`,
+first paragraph, and its last one, are new texts. Pages go to the index 16 at a time through `index_stream` (the pipeline the sync uses),
 as `index --docs` and `sync` do, and are generated as they go (never all in memory).
 
     .venv/bin/python bench/scale_bench.py --sizes 215 2150 --embedder hashing --json /tmp/scale.json
@@ -36,7 +36,7 @@ from threadwise.core.retrieve.retriever import Retriever  # noqa: E402
 from threadwise.core.types import Page  # noqa: E402
 from threadwise.evaluation.dataset import load_conversations  # noqa: E402
 from threadwise.index.embedding_cache import EmbedCounts  # noqa: E402
-from threadwise.index.indexer import BATCH_PAGES, index_batch  # noqa: E402
+from threadwise.index.indexer import index_page, index_stream  # noqa: E402
 from threadwise.index.store import EvidenceIndex  # noqa: E402
 from threadwise.models.embedders import make_embedder  # noqa: E402
 
@@ -64,13 +64,7 @@ def one_size(args: argparse.Namespace) -> dict[str, Any]:
     index = EvidenceIndex(directory=args.data_dir / "index", embedder=embedder)
     counts = EmbedCounts()
     wall, cpu = time.perf_counter(), time.process_time()
-    batch: list[Page] = []
-    for page in wiki(originals, args.size):
-        batch.append(page)
-        if len(batch) == BATCH_PAGES:
-            index_batch(index, batch, counts=counts)
-            batch = []
-    index_batch(index, batch, counts=counts)
+    index_stream(index, wiki(originals, args.size), counts=counts)
     index.flush()  # sweeps nothing (no crash), builds BM25
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
     reused = counts.cached + counts.shared
@@ -106,7 +100,7 @@ def one_size(args: argparse.Namespace) -> dict[str, Any]:
     edited = replace(target, body=target.body + "<p>Edited by the scale benchmark.</p>", version=2)
     edit = EmbedCounts()
     t = time.perf_counter()
-    index_batch(index, [edited], counts=edit)
+    index_page(index, edited, counts=edit)
     index.flush()
     out["one_edit_s"] = round(time.perf_counter() - t, 2)
     out["one_edit_evidences"] = edit.evidences

@@ -114,9 +114,10 @@ def test_an_index_run_killed_midway_shows_as_interrupted_and_the_next_run_comple
 ) -> None:
     docs = tmp_path / "docs"
     docs.mkdir()
-    for i in range(48):  # three batches of 16 pages: the kill lands in the second
+    for i in range(48):  # three batches of 16 pages: the kill lands while the third is embedded, when the
+        # first is written and the second may be being written (the index pipeline writes one batch behind)
         (docs / f"p{i:03}.json").write_text(page_json(str(100 + i), f"Page {i} says the code is {i * 7}."))
-    server = HangingModelServer(calls_before_hang=2)
+    server = HangingModelServer(calls_before_hang=3)
     with server:
         served = {
             **{k: v for k, v in env.items() if k != "THREADWISE_EMBEDDER"},
@@ -131,7 +132,7 @@ def test_an_index_run_killed_midway_shows_as_interrupted_and_the_next_run_comple
             stderr=subprocess.DEVNULL,
         )
         try:
-            assert server.hanging.wait(60), "the index run never reached its second batch"
+            assert server.hanging.wait(60), "the index run never reached its third batch"
             os.kill(run.pid, signal.SIGKILL)
             assert run.wait(30) == -signal.SIGKILL
         finally:

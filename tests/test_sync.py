@@ -203,8 +203,10 @@ def test_a_killed_sync_is_completed_by_the_next_run(
         fake.edit_page(pid, body=f"<p>Revised text of page {pid} with keyword zebra.</p>")
     fake.delete_page("1000")
 
+    # killed while embedding the third page: the first is written, the second may be (the index pipeline
+    # writes one page behind the embedder), the third is not
     killed = subprocess.run(
-        [sys.executable, "-m", "tests.support.sync_env", str(tmp_path), fake.url, "DOCS", "1"],
+        [sys.executable, "-m", "tests.support.sync_env", str(tmp_path), fake.url, "DOCS", "2"],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -213,7 +215,8 @@ def test_a_killed_sync_is_completed_by_the_next_run(
     assert killed.returncode == -9, killed.stderr
     states = env.index.page_states()
     assert "1000" not in states  # deletions come first
-    assert sorted(states[p].version for p in ("111", "112", "113")) == [1, 1, 2]  # one page done, two old
+    versions = sorted(states[p].version for p in ("111", "112", "113"))
+    assert versions in ([1, 1, 2], [1, 2, 2])  # some pages done, the others old
     for pid, state in states.items():  # every page answers from one complete version
         hits = [
             h for h in env.index.search_lexical("zebra revised text page", k=100) if h.evidence.page_id == pid
@@ -224,7 +227,7 @@ def test_a_killed_sync_is_completed_by_the_next_run(
     assert shown is not None and shown.status == "interrupted" and "killed" in shown.error
 
     report = env.syncer.sync(DOCS)  # the lock died with the process; the cursor did not move
-    assert report.status == "ok" and report.counts.updated == 2
+    assert report.status == "ok" and report.counts.updated == versions.count(1)
     assert all(env.index.page_states()[p].version == 2 for p in ("111", "112", "113"))
     assert [r.status for r in SyncStore(sessions=env.sessions).runs("DOCS")] == ["ok", "interrupted", "ok"]
 

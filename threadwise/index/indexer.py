@@ -4,18 +4,22 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from functools import partial
+from itertools import islice
+from typing import Generic, TypeVar
 
 from threadwise.core.ingest.contextualize import ContextParts
 from threadwise.core.ingest.extract import PageParseError, extract_evidence
 from threadwise.core.ingest.linearize import check_linearizer
 from threadwise.core.types import Evidence, Page, PageFailure
 from threadwise.index.embedding_cache import EmbedCounts
-from threadwise.index.store import EvidenceIndex
+from threadwise.index.store import EvidenceIndex, PreparedPages
 
 Progress = Callable[[int, int], None]  # (done, total)
+T = TypeVar("T")
 BATCH_PAGES = 16  # pages per call to the embedder (~250 evidences on ConfQuestions); each switches on its own
 log = logging.getLogger(__name__)
 
@@ -74,7 +78,17 @@ def _limited(
     return evidences[: limits.max_evidences]
 
 
-def index_batch(
+@dataclass
+class PreparedBatch:
+    """A batch of pages extracted and embedded, not yet written: per page its outcome so far (False: current
+    already; a failure value: unusable), and what is left to write."""
+
+    outcomes: list[bool | PageFailure]
+    todo: list[int]  # positions in the batch of the pages to write, in the order of `prepared.pages`
+    prepared: PreparedPages
+
+
+def prepare_batch(
     index: EvidenceIndex,
     pages: Sequence[Page],
     *,
@@ -82,15 +96,15 @@ def index_batch(
     counts: EmbedCounts | None = None,
     limits: PageLimits | None = None,
     capped: Callable[[PageFailure], None] | None = None,
-) -> list[bool | PageFailure]:
-    """The one road from pages to the index, for the folder indexer and the Confluence sync alike.
+) -> PreparedBatch:
+    """The first half of the one road from pages to the index (the folder indexer's and the Confluence sync's,
+    through `IndexPipeline`), which writes nothing.
 
     A page the index holds at this version and content is not extracted (nor embedded): False. Otherwise
-    its evidence is extracted and swapped in atomically: True, or a failure value when the page yields no
-    usable evidence (its previous evidence, if any, stays). The pages of a batch share one call to the
-    embedder (texts it embedded before come from its cache); `counts` adds up where the vectors came from.
-    An empty page is indexed empty; a page beyond `limits` up to them (see `_limited`).
-    """
+    its evidence is extracted, and the pages of a batch share one call to the embedder (texts it embedded
+    before come from its cache; `counts` adds up where the vectors came from); a page that yields no usable
+    evidence is a failure value (its previous evidence, if any, stays). An empty page is indexed empty; a
+    page beyond `limits` up to them (see `_limited`)."""
     outcomes: list[bool | PageFailure] = [False] * len(pages)
     todo: list[tuple[int, Page, list[Evidence]]] = []
     for i, page in enumerate(pages):
@@ -100,17 +114,92 @@ def index_batch(
             todo.append((i, page, _limited(page, extract, limits or PageLimits(), capped)))
         except PageParseError as error:
             outcomes[i] = PageFailure(page_id=page.id, title=page.title, reason=str(error))
-    written = index.put_pages([(page, evidences) for _, page, evidences in todo], counts=counts)
-    for (i, _page, _evs), changed in zip(todo, written, strict=True):
+    prepared = index.prepare_pages([(page, evidences) for _, page, evidences in todo], counts=counts)
+    return PreparedBatch(outcomes, [i for i, _, _ in todo], prepared)
+
+
+def write_batch(index: EvidenceIndex, batch: PreparedBatch) -> list[bool | PageFailure]:
+    """The second half: each changed page swapped in atomically (True); the batch's outcomes."""
+    outcomes = list(batch.outcomes)
+    for i, changed in zip(batch.todo, index.write_pages(batch.prepared), strict=True):
         outcomes[i] = changed
     return outcomes
 
 
+class IndexPipeline(Generic[T]):
+    """Batches of pages to the index, one batch ahead: while the caller's thread writes batch n
+    (Chroma, the manifest: mostly one core), a worker thread extracts and embeds batch n+1, so the embedder
+    keeps the cores busy. Each batch carries a `tag` of the caller's, handed back with its outcomes. Use it as
+    a context manager; `finish()` writes the last batch."""
+
+    def __init__(
+        self,
+        index: EvidenceIndex,
+        *,
+        extract: Extract = extract_evidence,
+        counts: EmbedCounts | None = None,
+        limits: PageLimits | None = None,
+        capped: Callable[[PageFailure], None] | None = None,
+    ) -> None:
+        self._index = index
+        self._prepare = partial(
+            prepare_batch, index, extract=extract, counts=counts, limits=limits, capped=capped
+        )
+        self._worker = ThreadPoolExecutor(1, thread_name_prefix="index-ahead")
+        self._ahead: tuple[T, Future[PreparedBatch]] | None = None
+
+    def put(self, pages: Sequence[Page], tag: T) -> list[tuple[T, list[bool | PageFailure]]]:
+        """Start preparing `pages`, then write the batch before it: its tag and outcomes (none the first time)."""
+        upcoming = (tag, self._worker.submit(self._prepare, list(pages)))
+        done = self.finish()
+        self._ahead = upcoming
+        return done
+
+    def finish(self) -> list[tuple[T, list[bool | PageFailure]]]:
+        """Write the batch being prepared, if any: its tag and outcomes."""
+        if self._ahead is None:
+            return []
+        (tag, future), self._ahead = self._ahead, None
+        return [(tag, write_batch(self._index, future.result()))]
+
+    def run(
+        self, batches: Iterable[tuple[Sequence[Page], T]]
+    ) -> Iterator[tuple[T, list[bool | PageFailure]]]:
+        """Every batch put, then the last one finished: (tag, outcomes) in order."""
+        for pages, tag in batches:
+            yield from self.put(pages, tag)
+        yield from self.finish()
+
+    def __enter__(self) -> IndexPipeline[T]:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._ahead is not None:  # left by an error: let the preparing finish, write nothing more
+            self._ahead[1].cancel()
+        self._worker.shutdown(wait=True)
+
+
 def index_page(
-    index: EvidenceIndex, page: Page, *, extract: Extract = extract_evidence, limits: PageLimits | None = None
+    index: EvidenceIndex,
+    page: Page,
+    *,
+    extract: Extract = extract_evidence,
+    limits: PageLimits | None = None,
+    counts: EmbedCounts | None = None,
 ) -> bool | PageFailure:
-    """`index_batch` of one page."""
-    return index_batch(index, [page], extract=extract, limits=limits)[0]
+    """One page down the same road, in the caller's thread."""
+    return write_batch(index, prepare_batch(index, [page], extract=extract, limits=limits, counts=counts))[0]
+
+
+def index_stream(
+    index: EvidenceIndex, pages: Iterable[Page], *, counts: EmbedCounts | None = None
+) -> list[bool | PageFailure]:
+    """`pages` through `IndexPipeline`, `BATCH_PAGES` at a time, without extraction options, progress or
+    removals (the benches feed the wikis they generate this way); the outcomes in order."""
+    upcoming = iter(pages)
+    batches = iter(lambda: list(islice(upcoming, BATCH_PAGES)), [])
+    with IndexPipeline[None](index, counts=counts) as pipeline:
+        return [outcome for _, outcomes in pipeline.run((b, None) for b in batches) for outcome in outcomes]
 
 
 def index_pages(
@@ -125,7 +214,7 @@ def index_pages(
     progress: Progress | None = None,
     limits: PageLimits | None = None,
 ) -> IndexReport:
-    """Index `pages` through `index_batch`, `BATCH_PAGES` at a time; a page whose version and content hash
+    """Index `pages` through `IndexPipeline`, `BATCH_PAGES` at a time; a page whose version and content hash
     are unchanged costs one read.
 
     With `remove_missing`, indexed pages not among `pages` are deleted (the folder is the whole truth).
@@ -141,11 +230,8 @@ def index_pages(
     )
     if progress is not None:
         progress(0, len(pages))  # the clock of a rate starts here, not at the first batch done
-    for start in range(0, len(pages), BATCH_PAGES):
-        batch = pages[start : start + BATCH_PAGES]
-        outcomes = index_batch(
-            index, batch, extract=extract, counts=report.vectors, limits=limits, capped=report.capped.append
-        )
+
+    def count(outcomes: list[bool | PageFailure]) -> None:
         for outcome in outcomes:
             if isinstance(outcome, PageFailure):
                 report.failures.append(outcome)
@@ -153,8 +239,17 @@ def index_pages(
                 report.embedded += 1
             else:
                 report.unchanged += 1
-        if progress is not None:
-            progress(start + len(batch), len(pages))
+
+    done = 0
+    with IndexPipeline[int](
+        index, extract=extract, counts=report.vectors, limits=limits, capped=report.capped.append
+    ) as pipeline:
+        batches = (pages[start : start + BATCH_PAGES] for start in range(0, len(pages), BATCH_PAGES))
+        for size, outcomes in pipeline.run((batch, len(batch)) for batch in batches):
+            count(outcomes)
+            done += size
+            if progress is not None:
+                progress(done, len(pages))
     if remove_missing:
         # a page that failed to parse is still among `pages`: its previous evidence stays
         for gone in set(index.page_states()) - {p.id for p in pages}:

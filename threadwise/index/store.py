@@ -18,6 +18,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -34,6 +35,16 @@ from threadwise.index.embedding_cache import EmbedCounts, EmbeddingCache, RowVec
 from threadwise.index.manifest import IndexManifest, PageState
 from threadwise.index.shared_lock import WriteLock
 from threadwise.models.embedders import how_to_keep
+
+
+@dataclass(frozen=True)
+class PreparedPages:
+    """Pages ready to be written: those that changed, with their evidence and its vectors (in order), and
+    per page asked for, whether it changed."""
+
+    pages: list[tuple[Page, Sequence[Evidence]]]
+    vectors: np.ndarray
+    written: list[bool]
 
 
 class EvidenceIndex:
@@ -144,13 +155,25 @@ class EvidenceIndex:
         """`put_page` for several pages with one call to the embedder (a bigger batch, one cache lookup); each
         page still switches atomically on its own. Returns, per page, whether it was written; `counts` (if
         given) adds up where the vectors came from."""
+        return self.write_pages(self.prepare_pages(items, counts=counts))
+
+    def prepare_pages(
+        self, items: Sequence[tuple[Page, Sequence[Evidence]]], *, counts: EmbedCounts | None = None
+    ) -> PreparedPages:
+        """The first half of `put_pages`, which writes nothing: which pages changed, and their vectors. It may
+        run in another thread while `write_pages` writes the batch before (`indexer.IndexPipeline`)."""
         versions = self.manifest.versions_of([p.id for p, _ in items])
         written = [not self._current(p, versions) for p, _ in items]
         todo = [item for item, w in zip(items, written, strict=True) if w]
-        vectors = self.vectors_of([e for _, evs in todo for e in evs], counts=counts)
+        return PreparedPages(
+            todo, self.vectors_of([e for _, evs in todo for e in evs], counts=counts), written
+        )
+
+    def write_pages(self, prepared: PreparedPages) -> list[bool]:
+        """The second half of `put_pages`: each changed page switched to its new evidence, atomically."""
         offset = 0
-        for page, evidences in todo:
-            part = vectors[offset : offset + len(evidences)]
+        for page, evidences in prepared.pages:
+            part = prepared.vectors[offset : offset + len(evidences)]
             offset += len(evidences)
             with self._write_lock, self._using_chroma() as chroma:
                 # dirty until the old rows are gone: `flush` finishes a killed update
@@ -165,7 +188,7 @@ class EvidenceIndex:
                 )
                 self.manifest.clear_dirty([page.id])
             self.embedded_pages += 1
-        return written
+        return prepared.written
 
     def vectors_of(self, evidences: Sequence[Evidence], *, counts: EmbedCounts | None = None) -> np.ndarray:
         """Dense vectors for these evidences (see `evidence_vectors`); `counts` adds up where they came from."""

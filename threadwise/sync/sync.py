@@ -12,9 +12,10 @@ One run, holding the space's lock (a file lock, so it holds across processes):
    stored, and what the index held of them is removed. Restrictions change without a new version, so a
    page restricted later is seen by the next full sync (pages left out are re-checked on every run);
 4. fetch them a few at a time ahead of the indexing (the fetching threads work while the model embeds) and
-   hand them in batches to `index_batch`, the folder indexer's road too: nothing is extracted or embedded
-   when version and content hash are unchanged, texts embedded before come from the index's embedding
-   cache, one call to the embedder serves the batch, and the index swaps each page's evidence atomically;
+   hand them in batches to the index pipeline (`IndexPipeline`, the folder indexer's road too, one batch
+   extracted and embedded while the one before is written): nothing is extracted or embedded when version
+   and content hash are unchanged, texts embedded before come from the index's embedding cache, one call
+   to the embedder serves the batch, and the index swaps each page's evidence atomically;
 5. advance the cursor to this run's start and record the run.
 A run killed midway leaves every page either old or new in the index; the cursor did not move, so the next
 run looks at the same changes again and finishes the job. One bad page is a failure value, never a stop.
@@ -47,7 +48,7 @@ from threadwise.core.ingest.extract import extract_evidence
 from threadwise.core.protocols import PageSource
 from threadwise.core.types import Page, PageFailure, RestrictedPage
 from threadwise.db.sync_tables import utcnow
-from threadwise.index.indexer import Extract, PageLimits, index_batch
+from threadwise.index.indexer import Extract, IndexPipeline, PageLimits
 from threadwise.index.store import EvidenceIndex, PageState
 from threadwise.permissions.store import PermissionStore
 from threadwise.sync.listing import pages_to_fetch, scoped_listing
@@ -206,18 +207,23 @@ class SpaceSyncer:
             )
         batch: list[tuple[PageRef, Page]] = []
         done = 0
-        for ref, page in self._fetched(client, todo, space):
-            if isinstance(page, PageFailure):
-                self._count_failure(ref, page, indexed, run)
-                done += 1
-            else:
-                batch.append((ref, page))
-            if len(batch) >= self.batch_pages:
-                done += self._index_batch(batch, indexed, run)
-                batch = []
-            if progress is not None:
-                progress(done, len(todo))
-        done += self._index_batch(batch, indexed, run)
+        with IndexPipeline[list[tuple[PageRef, Page]]](
+            self.index, extract=self.extract, counts=run.vectors, limits=self.limits
+        ) as pipeline:
+            for ref, page in self._fetched(client, todo, space):
+                if isinstance(page, PageFailure):
+                    self._count_failure(ref, page, indexed, run)
+                    done += 1
+                else:
+                    batch.append((ref, page))
+                if len(batch) >= self.batch_pages:
+                    done += self._count_batches(pipeline.put([p for _, p in batch], batch), indexed, run)
+                    batch = []
+                if progress is not None:
+                    progress(done, len(todo))
+            if batch:
+                done += self._count_batches(pipeline.put([p for _, p in batch], batch), indexed, run)
+            done += self._count_batches(pipeline.finish(), indexed, run)
         if progress is not None:
             progress(done, len(todo))
 
@@ -304,24 +310,27 @@ class SpaceSyncer:
             return
         run.failures.append(replace(failure, title=failure.title or ref.title))
 
-    def _index_batch(
-        self, batch: Sequence[tuple[PageRef, Page]], indexed: dict[str, PageState], run: RunTally
+    def _count_batches(
+        self,
+        finished: Sequence[tuple[Sequence[tuple[PageRef, Page]], Sequence[bool | PageFailure]]],
+        indexed: dict[str, PageState],
+        run: RunTally,
     ) -> int:
-        """Index a batch of fetched pages (one call to the embedder) and count them; returns how many."""
-        outcomes = index_batch(
-            self.index, [p for _, p in batch], extract=self.extract, counts=run.vectors, limits=self.limits
-        )
-        for (ref, page), outcome in zip(batch, outcomes, strict=True):
-            if isinstance(outcome, PageFailure):
-                run.failures.append(replace(outcome, reason=f"unusable page: {outcome.reason}"))
-                continue
-            if outcome:
-                if ref.id in indexed:
-                    run.updated += 1
-                else:
-                    run.added += 1
-            self.store.save_breadcrumb(run.space, page.id, breadcrumb(page.ancestors))
-        return len(batch)
+        """Count the batches the index pipeline has written, page by page; returns how many pages."""
+        done = 0
+        for batch, outcomes in finished:
+            for (ref, page), outcome in zip(batch, outcomes, strict=True):
+                if isinstance(outcome, PageFailure):
+                    run.failures.append(replace(outcome, reason=f"unusable page: {outcome.reason}"))
+                    continue
+                if outcome:
+                    if ref.id in indexed:
+                        run.updated += 1
+                    else:
+                        run.added += 1
+                self.store.save_breadcrumb(run.space, page.id, breadcrumb(page.ancestors))
+            done += len(batch)
+        return done
 
 
 class SyncBusyError(RuntimeError):
