@@ -3,7 +3,8 @@
 `threadwise eval --answers` re-runs retrieval and completion on each call; while the answerer changes, both stay
 the same. This script keeps the top evidences of every question of the four settings (completed/conversational
 x EN/DE) in one pickle, then answers them all and prints the answer metrics per setting (and, with --dump, one
-JSON line per question to read the misses); --ceiling prints the recall of the best window an oracle could quote;
+JSON line per question to read the misses); --ceiling prints the recall of the best window an oracle could quote, and of the best set of whole
+candidate units it could pick greedily (the answerer's own candidates; all units of the top 10);
 --explain also prints counterfactual and naive attribution accuracy of the completed questions, as `eval --explain`;
 --perturb EPS answers each question again from evidences fused anew after moving the dense scores by up to ±EPS at
 random, and prints the share of answers that changed (citations compared by evidence id).
@@ -22,15 +23,17 @@ import re
 import statistics
 import sys
 import time
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from threadwise.core.answer.extractive import ExtractiveAnswerer
+from threadwise.core.answer.extractive import ExtractiveAnswerer, weights
 from threadwise.core.answer.spans import candidate_spans
+from threadwise.core.retrieve.tokenize import tokenize
 from threadwise.core.types import PastTurn
-from threadwise.evaluation.answer_metrics import score_answers, token_f1, token_recall
+from threadwise.evaluation.answer_metrics import answer_tokens, score_answers, token_f1, token_recall
 from threadwise.evaluation.dataset import load_conversations, rank_of_gold
 
 SETTINGS = [("completed", "en"), ("completed", "de"), ("conversational", "en"), ("conversational", "de")]
@@ -194,6 +197,50 @@ def flip_rate(rows: list[dict[str, Any]], answers: list[Any], answerer: Any, eps
     return f"perturbed by ±{eps:g}: {changed}/{len(rows)} answers changed ({reordered} reordered)"
 
 
+def greedy_units(texts: list[str], gold: str, words: int, *, per_word: bool) -> float:
+    """Recall of a set of whole units within `words` words, built greedily knowing the gold answer: each step
+    adds the unit that raises recall most (`per_word`: most per word it costs) among those that still fit."""
+    want = Counter(answer_tokens(gold))
+    if not want:
+        return 0.0
+    units = [(Counter(answer_tokens(t)), len(t.split())) for t in texts]
+    have: Counter[str] = Counter()
+    used = found = 0
+    left = [i for i, (_, size) in enumerate(units) if size]
+    while True:
+        best, best_value, best_gain = -1, 0.0, 0
+        for i in left:
+            tokens, size = units[i]
+            if used + size > words:
+                continue
+            gain = sum(min(n, want[t] - have[t]) for t, n in tokens.items() if want[t] > have[t])
+            value = gain / size if per_word else gain - size / 1000  # fewer words on a tie
+            if gain and value > best_value:
+                best, best_value, best_gain = i, value, gain
+        if best < 0:
+            return found / sum(want.values())
+        have.update(units[best][0])
+        found += best_gain
+        used += units[best][1]
+        left.remove(best)
+
+
+def unit_ceiling(rows: list[dict[str, Any]], answerer: ExtractiveAnswerer | None, words: int) -> float:
+    """Mean token recall of the best set of whole candidate units within `words` words, chosen knowing the gold
+    answer (the better of two greedy orders): the answerer's own candidates (`answerer`), or the units of all
+    the top 10 evidences (None)."""
+    total = 0.0
+    for row in rows:
+        evidences = row["evidences"]
+        if answerer is None:
+            spans = [s for k, e in enumerate(evidences[:10]) for s in candidate_spans(e, k, max_words=45)]
+        else:
+            spans = answerer._candidates(weights(tokenize(row["query"])), evidences)
+        texts = [s.text for s in spans]
+        total += max(greedy_units(texts, row["gold"], words, per_word=p) for p in (False, True))
+    return total / len(rows) if rows else 0.0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--cache", type=Path, required=True)
@@ -214,8 +261,11 @@ def main() -> int:
         pickle.loads(args.cache.read_bytes()) if args.cache.exists() else retrieve_all(args.cache, args.limit)
     )
     if args.ceiling:
+        own = ExtractiveAnswerer(embedder=None)  # type: ignore[arg-type]  # only its candidate units
         for name, rows in hits.items():
-            print(name, " ".join(f"top{k}/{n}w {ceiling(rows, k, n):.3f}" for k, n in ((3, 50), (10, 50))))
+            windows = " ".join(f"top{k}/{n}w {ceiling(rows, k, n):.3f}" for k, n in ((3, 50), (10, 50)))
+            units = f"units answerer/50w {unit_ceiling(rows, own, 50):.3f} top10/50w {unit_ceiling(rows, None, 50):.3f}"
+            print(name, windows, units)
         return 0
     from threadwise.models.embedders import UniversalSentenceEncoder
 
