@@ -252,6 +252,7 @@ def main() -> int:
         "--explain", action="store_true", help="attribution accuracy of the completed questions"
     )
     parser.add_argument("--perturb", type=float, help="move the dense scores by up to ±this, fuse again")
+    parser.add_argument("--similarity", default="use", help="the answerer's embedder (make_embedder's names)")
     parser.add_argument("--seeds", type=int, default=3, help="perturbations per question")
     parser.add_argument(
         "--set", action="append", default=[], help="an answerer parameter, e.g. budget_words=40"
@@ -267,9 +268,9 @@ def main() -> int:
             units = f"units answerer/50w {unit_ceiling(rows, own, 50):.3f} top10/50w {unit_ceiling(rows, None, 50):.3f}"
             print(name, windows, units)
         return 0
-    from threadwise.models.embedders import UniversalSentenceEncoder
+    from threadwise.models.embedders import make_embedder
 
-    embedder = UniversalSentenceEncoder()
+    embedder = make_embedder(args.similarity)
     embedder.warm_up()
     params = {k: float(v) if "." in v else int(v) for k, v in (p.split("=", 1) for p in args.set)}
     answerer = ExtractiveAnswerer(embedder=embedder, **params)  # type: ignore[arg-type]
