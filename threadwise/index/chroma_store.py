@@ -112,16 +112,20 @@ class ChromaStore:
         self._open()
 
     def add(self, evidences: Sequence[Evidence], vectors: np.ndarray, page_hash: str) -> None:
-        if not evidences:
-            return
+        self.add_pages([(evidences, page_hash)], vectors)
+
+    def add_pages(self, pages: Sequence[tuple[Sequence[Evidence], str]], vectors: np.ndarray) -> None:
+        """The rows of several pages (evidences, content hash), with their vectors in order, in as few calls
+        as Chroma takes: each call costs far more than a row."""
+        rows = [(e, page_hash) for evidences, page_hash in pages for e in evidences]
         batch = 2000
-        for start in range(0, len(evidences), batch):
-            part = evidences[start : start + batch]
+        for start in range(0, len(rows), batch):
+            part = rows[start : start + batch]
             self._collection.upsert(
-                ids=[row_id(e, page_hash) for e in part],
+                ids=[row_id(e, page_hash) for e, page_hash in part],
                 embeddings=vectors[start : start + batch].tolist(),
-                documents=[e.context_text for e in part],
-                metadatas=[evidence_metadata(e, page_hash) for e in part],
+                documents=[e.context_text for e, _ in part],
+                metadatas=[evidence_metadata(e, page_hash) for e, page_hash in part],
             )
 
     def delete_where(self, where: dict[str, Any]) -> None:

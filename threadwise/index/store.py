@@ -170,15 +170,18 @@ class EvidenceIndex:
         )
 
     def write_pages(self, prepared: PreparedPages) -> list[bool]:
-        """The second half of `put_pages`: each changed page switched to its new evidence, atomically."""
-        offset = 0
-        for page, evidences in prepared.pages:
-            part = prepared.vectors[offset : offset + len(evidences)]
-            offset += len(evidences)
-            with self._write_lock, self._using_chroma() as chroma:
-                # dirty until the old rows are gone: `flush` finishes a killed update
-                self.manifest.mark_dirty([page.id])
-                chroma.add(evidences, part, page.content_hash)
+        """The second half of `put_pages`: the new rows of every changed page written beside the old ones in
+        one go, then each page switched to them on its own, atomically, and its old rows deleted."""
+        ids = [page.id for page, _ in prepared.pages]
+        if not ids:
+            return prepared.written
+        with self._write_lock, self._using_chroma() as chroma:
+            # dirty until the old rows are gone: `flush` finishes a killed update
+            self.manifest.mark_dirty(ids)
+            chroma.add_pages(
+                [(evidences, page.content_hash) for page, evidences in prepared.pages], prepared.vectors
+            )
+            for page, evidences in prepared.pages:
                 state = PageState(
                     page.id, page.space, page.version, page.content_hash, page.title, len(evidences)
                 )
@@ -186,8 +189,8 @@ class EvidenceIndex:
                 chroma.delete_where(
                     {"$and": [{"page_id": page.id}, {"page_hash": {"$ne": page.content_hash}}]}
                 )
-                self.manifest.clear_dirty([page.id])
-            self.embedded_pages += 1
+            self.manifest.clear_dirty(ids)
+        self.embedded_pages += len(ids)
         return prepared.written
 
     def vectors_of(self, evidences: Sequence[Evidence], *, counts: EmbedCounts | None = None) -> np.ndarray:
