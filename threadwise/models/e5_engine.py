@@ -216,6 +216,17 @@ def encoder_model(model: E5File) -> Any:
     return ov.Model([x], [embeddings], "multilingual-e5-small-q4")
 
 
+def _batch_sizes(count: int, most: int) -> list[tuple[int, int]]:
+    """(start, size) of the batches `count` windows of one length go in: `most` at a time, then the rest in
+    powers of two (27 → 16, 8, 2, 1), so the encoder sees few distinct shapes: OpenVINO keeps kernels and
+    buffers per input shape, and a shape per (count, length) grew the process by hundreds of megabytes."""
+    sizes = [most] * (count // most)
+    rest = count % most
+    sizes += [1 << bit for bit in reversed(range(rest.bit_length())) if rest >> bit & 1]
+    starts = [sum(sizes[:i]) for i in range(len(sizes))]
+    return list(zip(starts, sizes, strict=True))
+
+
 class E5Engine:
     """Embeds texts with multilingual-e5-small on OpenVINO. `workers` batches run at once (0: one per core
     available), each in a stream of one thread: for a model this small, batches side by side keep the cores
@@ -261,9 +272,9 @@ class E5Engine:
                 window = [self.model.bos, *ids[start : start + width], self.model.eos]
                 by_length.setdefault(len(window), []).append((row, window))
         batches = [
-            same[first : first + self.batch_size]
+            same[first : first + size]
             for _, same in sorted(by_length.items())
-            for first in range(0, len(same), self.batch_size)
+            for first, size in _batch_sizes(len(same), self.batch_size)
         ]
         token_ids = [[ids for _, ids in batch] for batch in batches]
         if self.workers > 1 and len(batches) > 1:
