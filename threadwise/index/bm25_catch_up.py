@@ -1,11 +1,11 @@
 """Bringing BM25 indexes up to date with the index's pages: `catch_up_bm25` compares each page's signature
 (version, hash, title) with what an index holds and reads again only the pages that differ; the whole wiki
-only when nothing is saved or most pages changed."""
+only when nothing is saved or most pages changed; `add_to_corpora` is what a page's rows give each corpus."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from threadwise.index.bm25_corpus import TokenCorpus
 from threadwise.index.bm25_store import BM25Store
@@ -56,3 +56,24 @@ def catch_up_bm25(
         read(todo[start : start + 200], ev_corpus, page_corpus)
     for store, corpus in zip(stores, (ev_corpus, page_corpus), strict=True):
         store.update(generation, changed, corpus, save=save)
+
+
+def add_to_corpora(
+    rows: Iterable[tuple[str, str, dict[str, Any]]],
+    batch: Sequence[PageState],
+    evidences: TokenCorpus,
+    pages: TokenCorpus,
+) -> None:
+    """Tokenize the active rows (id, document, metadata, as Chroma gives them) of a batch of pages into the
+    evidence corpus, and each page (the title three times, then its text: which page is the question about?)
+    into the page corpus. Rows of another version of a page are left out."""
+    active = {s.page_id: (s.content_hash, s.space, s.title) for s in batch}
+    parts: dict[str, list[tuple[int, str]]] = {pid: [] for pid in active}
+    for rid, doc, m in sorted(rows, key=lambda r: r[0]):
+        if active[m["page_id"]][0] != m["page_hash"]:
+            continue
+        evidences.add(rid, m["space"], doc, page=m["page_id"])
+        if m["kind"] != "row":  # rows repeat their table's text
+            parts[m["page_id"]].append((int(m["position"]), m["text"]))
+    for pid, (_hash, space, title) in active.items():
+        pages.add(pid, space, " ".join([title] * 3 + [t for _, t in sorted(parts[pid])]))

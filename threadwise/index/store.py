@@ -27,7 +27,7 @@ import numpy as np
 
 from threadwise.core.protocols import Embedder
 from threadwise.core.types import EVERYTHING, Evidence, Page, Scope, ScoredEvidence
-from threadwise.index.bm25_catch_up import catch_up_bm25
+from threadwise.index.bm25_catch_up import add_to_corpora, catch_up_bm25
 from threadwise.index.bm25_corpus import TokenCorpus
 from threadwise.index.bm25_store import BM25Store
 from threadwise.index.chroma_store import ChromaServer, ChromaStore, CurrentChroma, evidence_from_row, row_id
@@ -269,20 +269,10 @@ class EvidenceIndex:
                         self._write_lock.__exit__()
 
     def _add_to_corpora(self, batch: Sequence[PageState], evidences: TokenCorpus, pages: TokenCorpus) -> None:
-        """Tokenize the active rows of a batch of pages into the evidence corpus, and each page (the title three
-        times, then its text: which page is the question about?) into the page corpus."""
-        active = {s.page_id: (s.content_hash, s.space, s.title) for s in batch}
         with self._using_chroma() as chroma:
-            rows = chroma.get(where={"page_id": {"$in": list(active)}})
-        parts: dict[str, list[tuple[int, str]]] = {pid: [] for pid in active}
-        for rid, doc, m in sorted(rows, key=lambda r: r[0]):
-            if active[m["page_id"]][0] != m["page_hash"]:
-                continue
-            evidences.add(rid, m["space"], doc, page=m["page_id"])
-            if m["kind"] != "row":  # rows repeat their table's text
-                parts[m["page_id"]].append((int(m["position"]), m["text"]))
-        for pid, (_hash, space, title) in active.items():
-            pages.add(pid, space, " ".join([title] * 3 + [t for _, t in sorted(parts[pid])]))
+            add_to_corpora(
+                chroma.get(where={"page_id": {"$in": [s.page_id for s in batch]}}), batch, evidences, pages
+            )
 
     def search_lexical(self, query: str, k: int, scope: Scope | None = None) -> list[ScoredEvidence]:
         scope = scope or EVERYTHING
