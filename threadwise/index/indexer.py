@@ -79,32 +79,35 @@ def _limited(
 
 
 @dataclass
+class ExtractedBatch:
+    """A batch of pages extracted: per page its outcome so far (False: current already; a failure value:
+    unusable), and the pages left to embed and write with their position in the batch and their evidence."""
+
+    outcomes: list[bool | PageFailure]
+    todo: list[tuple[int, Page, list[Evidence]]]
+
+
+@dataclass
 class PreparedBatch:
-    """A batch of pages extracted and embedded, not yet written: per page its outcome so far (False: current
-    already; a failure value: unusable), and what is left to write."""
+    """A batch of pages extracted and embedded, not yet written."""
 
     outcomes: list[bool | PageFailure]
     todo: list[int]  # positions in the batch of the pages to write, in the order of `prepared.pages`
     prepared: PreparedPages
 
 
-def prepare_batch(
+def extract_batch(
     index: EvidenceIndex,
     pages: Sequence[Page],
     *,
     extract: Extract = extract_evidence,
-    counts: EmbedCounts | None = None,
     limits: PageLimits | None = None,
     capped: Callable[[PageFailure], None] | None = None,
-) -> PreparedBatch:
-    """The first half of the one road from pages to the index (the folder indexer's and the Confluence sync's,
-    through `IndexPipeline`), which writes nothing.
-
-    A page the index holds at this version and content is not extracted (nor embedded): False. Otherwise
-    its evidence is extracted, and the pages of a batch share one call to the embedder (texts it embedded
-    before come from its cache; `counts` adds up where the vectors came from); a page that yields no usable
-    evidence is a failure value (its previous evidence, if any, stays). An empty page is indexed empty; a
-    page beyond `limits` up to them (see `_limited`)."""
+) -> ExtractedBatch:
+    """The first step of the one road from pages to the index (the folder indexer's and the Confluence
+    sync's, through `IndexPipeline`): a page the index holds at this version and content is not extracted
+    (nor embedded): False; a page that yields no usable evidence is a failure value (its previous evidence,
+    if any, stays). An empty page is indexed empty; a page beyond `limits` up to them (see `_limited`)."""
     outcomes: list[bool | PageFailure] = [False] * len(pages)
     todo: list[tuple[int, Page, list[Evidence]]] = []
     for i, page in enumerate(pages):
@@ -114,12 +117,20 @@ def prepare_batch(
             todo.append((i, page, _limited(page, extract, limits or PageLimits(), capped)))
         except PageParseError as error:
             outcomes[i] = PageFailure(page_id=page.id, title=page.title, reason=str(error))
-    prepared = index.prepare_pages([(page, evidences) for _, page, evidences in todo], counts=counts)
-    return PreparedBatch(outcomes, [i for i, _, _ in todo], prepared)
+    return ExtractedBatch(outcomes, todo)
+
+
+def embed_batch(
+    index: EvidenceIndex, batch: ExtractedBatch, *, counts: EmbedCounts | None = None
+) -> PreparedBatch:
+    """The second step: the batch's pages share one call to the embedder (texts it embedded before come from
+    its cache; `counts` adds up where the vectors came from). Writes nothing."""
+    prepared = index.prepare_pages([(page, evidences) for _, page, evidences in batch.todo], counts=counts)
+    return PreparedBatch(batch.outcomes, [i for i, _, _ in batch.todo], prepared)
 
 
 def write_batch(index: EvidenceIndex, batch: PreparedBatch) -> list[bool | PageFailure]:
-    """The second half: each changed page swapped in atomically (True); the batch's outcomes."""
+    """The last step: each changed page swapped in atomically (True); the batch's outcomes."""
     outcomes = list(batch.outcomes)
     for i, changed in zip(batch.todo, index.write_pages(batch.prepared), strict=True):
         outcomes[i] = changed
@@ -127,10 +138,10 @@ def write_batch(index: EvidenceIndex, batch: PreparedBatch) -> list[bool | PageF
 
 
 class IndexPipeline(Generic[T]):
-    """Batches of pages to the index, one batch ahead: while the caller's thread writes batch n
-    (Chroma, the manifest: mostly one core), a worker thread extracts and embeds batch n+1, so the embedder
-    keeps the cores busy. Each batch carries a `tag` of the caller's, handed back with its outcomes. Use it as
-    a context manager; `finish()` writes the last batch."""
+    """Batches of pages to the index in three overlapping steps: while a worker thread embeds batch n+1 (the
+    embedder keeps the cores busy), the caller's thread extracts batch n+2 and writes batch n (Chroma, the
+    manifest: one core at most). Each batch carries a `tag` of the caller's, handed back with its outcomes.
+    Use it as a context manager; `finish()` writes the last batch."""
 
     def __init__(
         self,
@@ -142,15 +153,15 @@ class IndexPipeline(Generic[T]):
         capped: Callable[[PageFailure], None] | None = None,
     ) -> None:
         self._index = index
-        self._prepare = partial(
-            prepare_batch, index, extract=extract, counts=counts, limits=limits, capped=capped
-        )
+        self._extract = partial(extract_batch, index, extract=extract, limits=limits, capped=capped)
+        self._embed = partial(embed_batch, index, counts=counts)
         self._worker = ThreadPoolExecutor(1, thread_name_prefix="index-ahead")
         self._ahead: tuple[T, Future[PreparedBatch]] | None = None
 
     def put(self, pages: Sequence[Page], tag: T) -> list[tuple[T, list[bool | PageFailure]]]:
-        """Start preparing `pages`, then write the batch before it: its tag and outcomes (none the first time)."""
-        upcoming = (tag, self._worker.submit(self._prepare, list(pages)))
+        """Extract `pages` and queue them for the embedder, then write the batch before them: its tag and
+        outcomes (none the first time)."""
+        upcoming = (tag, self._worker.submit(self._embed, self._extract(list(pages))))
         done = self.finish()
         self._ahead = upcoming
         return done
@@ -188,7 +199,8 @@ def index_page(
     counts: EmbedCounts | None = None,
 ) -> bool | PageFailure:
     """One page down the same road, in the caller's thread."""
-    return write_batch(index, prepare_batch(index, [page], extract=extract, limits=limits, counts=counts))[0]
+    extracted = extract_batch(index, [page], extract=extract, limits=limits)
+    return write_batch(index, embed_batch(index, extracted, counts=counts))[0]
 
 
 def index_stream(

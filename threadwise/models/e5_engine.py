@@ -263,8 +263,8 @@ class E5Engine:
 
     def encode(self, texts: Sequence[str], *, prefix: str) -> np.ndarray:
         """Unit vectors [len(texts), 384]: each text's windows run through the encoder in batches of one
-        length (so nothing is padded and no vector depends on its batch), their mean vectors averaged by
-        length."""
+        length (so nothing is padded and no vector depends on its batch), the longest first (so the workers
+        finish together), their mean vectors averaged by length."""
         width = self.model.positions - 2
         by_length: dict[int, list[tuple[int, list[int]]]] = {}
         for row, ids in enumerate(self.tokenizer.content_ids([prefix + t for t in texts])):
@@ -273,7 +273,7 @@ class E5Engine:
                 by_length.setdefault(len(window), []).append((row, window))
         batches = [
             same[first : first + size]
-            for _, same in sorted(by_length.items())
+            for _, same in sorted(by_length.items(), reverse=True)  # longest first: no long batch ends a call
             for first, size in _batch_sizes(len(same), self.batch_size)
         ]
         token_ids = [[ids for _, ids in batch] for batch in batches]
