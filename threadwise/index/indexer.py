@@ -185,7 +185,7 @@ class IndexPipeline(Generic[T]):
         return self
 
     def __exit__(self, *exc: object) -> None:
-        if self._ahead is not None:  # left by an error: let the preparing finish, write nothing more
+        if self._ahead is not None:  # left by an error: the batch being embedded is not written
             self._ahead[1].cancel()
         self._worker.shutdown(wait=True)
 
