@@ -176,11 +176,12 @@ class ExtractiveAnswerer:
         citing them by their numbers as given."""
         order = canonical_order(evidences, self.tie_margin)
         evidences = [evidences[i] for i in order]
-        parts = question_parts(own_and_history(question)[0])
+        own, history = own_and_history(question)
+        parts = question_parts(own)
         ranked = self.score_spans(question, evidences, parts=parts)
         if not ranked or self.confidence(question, evidences, ranked[0][0]) < self.min_confidence:
             return not_found_answer(question, evidences, answerer=self.name)
-        followup = bool(own_and_history(question)[1])  # completed offline from earlier questions
+        followup = bool(history)  # completed offline from earlier questions
         pieces = self._choose(
             ranked,
             [e.page_id for e in evidences],
