@@ -25,6 +25,7 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from importlib import resources
+from itertools import accumulate
 from pathlib import Path
 from typing import Any
 
@@ -172,9 +173,6 @@ def encoder_model(model: E5File) -> Any:
 
     H, heads = model.hidden, model.heads
 
-    def const(value: np.ndarray) -> Any:
-        return ops.constant(value)
-
     def linear(x: Any, name: str, rows: int, cols: int) -> Any:
         weights, scales = _unpack(model.blocks(f"{name}.w", rows))
         flat = weights.reshape(-1)
@@ -185,22 +183,24 @@ def encoder_model(model: E5File) -> Any:
         zero = ov.op.Constant(ov.Type.u4, ov.Shape([]), [8])
         centered = ops.subtract(ops.convert(nibbles, ov.Type.f16), ops.convert(zero, ov.Type.f16))
         matrix = ops.reshape(
-            ops.multiply(centered, const(scales.astype(np.float16))), const(np.array([rows, cols])), False
+            ops.multiply(centered, ops.constant(scales.astype(np.float16))),
+            ops.constant(np.array([rows, cols])),
+            False,
         )
         y = ops.matmul(x, ops.convert(matrix, ov.Type.f32), False, True)
-        return ops.add(y, const(model.floats(f"{name}.b").copy()))
+        return ops.add(y, ops.constant(model.floats(f"{name}.b").copy()))
 
     def norm(x: Any, name: str) -> Any:
-        normalized = ops.mvn(x, const(np.array([-1])), True, model.eps, "inside_sqrt")
+        normalized = ops.mvn(x, ops.constant(np.array([-1])), True, model.eps, "inside_sqrt")
         return ops.add(
-            ops.multiply(normalized, const(model.floats(f"{name}.w").copy())),
-            const(model.floats(f"{name}.b").copy()),
+            ops.multiply(normalized, ops.constant(model.floats(f"{name}.w").copy())),
+            ops.constant(model.floats(f"{name}.b").copy()),
         )
 
     embeddings = ops.parameter([-1, -1, H], np.float32, name="embeddings")
-    by_head = const(np.array([0, 0, heads, H // heads]))
-    merged = const(np.array([0, 0, H]))
-    heads_first = const(np.array([0, 2, 1, 3]))
+    by_head = ops.constant(np.array([0, 0, heads, H // heads]))
+    merged = ops.constant(np.array([0, 0, H]))
+    heads_first = ops.constant(np.array([0, 2, 1, 3]))
     x = norm(embeddings, "emb.ln")
     for layer in range(model.layers):
         name = f"l{layer}"
@@ -223,8 +223,7 @@ def _batch_sizes(count: int, most: int) -> list[tuple[int, int]]:
     sizes = [most] * (count // most)
     rest = count % most
     sizes += [1 << bit for bit in reversed(range(rest.bit_length())) if rest >> bit & 1]
-    starts = [sum(sizes[:i]) for i in range(len(sizes))]
-    return list(zip(starts, sizes, strict=True))
+    return list(zip(accumulate(sizes, initial=0), sizes, strict=False))
 
 
 class E5Engine:
