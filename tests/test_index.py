@@ -279,6 +279,30 @@ def test_rows_may_take_their_tables_vector(tmp_path: Path) -> None:
     assert index.search_lexical("Bob release", 1)[0].evidence.text == "Bob owns the release"
 
 
+def test_rows_written_in_the_older_form_are_still_read(tmp_path: Path) -> None:
+    """Rows written before rows kept their evidence as one JSON string (each field a metadata key, the context
+    text as the row's document) come back as the same evidences from dense and lexical search alike."""
+    index = open_index(tmp_path)
+    p = page("1", "", title="Owners")
+    table, row = evidences(p, ["Table: Alice build, Bob release", "Alice owns the build"])
+    row = replace(row, kind="row", table_no=2, row_no=1, cells=(("Who", "Alice"), ("Owns", "build")))
+    assert index.put_page(p, [table, row])
+    store = index.chroma
+    [(rid, document, meta)] = [r for r in store.get(where={"page_id": "1"}) if r[0].startswith(row.id + "@")]
+    assert document is None and set(meta) == {"page_id", "space", "kind", "page_hash", "evidence"}
+    older = {**row.to_dict(), "page_hash": meta["page_hash"]}
+    del older["context_text"]
+    vector = store.get_embeddings([rid])[rid]
+    store._collection.upsert(
+        ids=[rid], embeddings=[vector.tolist()], documents=[row.context_text], metadatas=[older]
+    )
+    (tmp_path / "idx" / "evidence.bm25").unlink(missing_ok=True)  # BM25 is built from the rows
+
+    reopened = open_index(tmp_path)
+    assert reopened.search_dense(vector, 1)[0].evidence == row
+    assert reopened.search_lexical("Alice owns the build", 1)[0].evidence == row
+
+
 def test_a_rankings_best_hit_missing_from_the_top_k_is_kept_at_the_head_rank() -> None:
     page_of = {"a1": "A", "a2": "A", "b1": "B", "c1": "C", "g1": "G", "g2": "G", "g3": "G"}
     fused = [("a1", 0.9), ("a2", 0.8), ("b1", 0.7), ("c1", 0.6), ("g1", 0.1), ("g2", 0.05), ("g3", 0.01)]

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from threadwise.index.bm25_corpus import TokenCorpus
 from threadwise.index.bm25_store import BM25Store
+from threadwise.index.chroma_store import evidence_from_row
 
 if TYPE_CHECKING:
     from threadwise.index.manifest import PageState
@@ -59,21 +60,22 @@ def catch_up_bm25(
 
 
 def add_to_corpora(
-    rows: Iterable[tuple[str, str, dict[str, Any]]],
+    rows: Iterable[tuple[str, str | None, dict[str, Any]]],
     batch: Sequence[PageState],
     evidences: TokenCorpus,
     pages: TokenCorpus,
 ) -> None:
     """Tokenize the active rows (id, document, metadata, as Chroma gives them) of a batch of pages into the
-    evidence corpus, and each page (the title three times, then its text: which page is the question about?)
+    evidence corpus (each row's context text), and each page (the title three times, then its text: which page is the question about?)
     into the page corpus. Rows of another version of a page are left out."""
     active = {s.page_id: (s.content_hash, s.space, s.title) for s in batch}
     parts: dict[str, list[tuple[int, str]]] = {pid: [] for pid in active}
     for rid, doc, m in sorted(rows, key=lambda r: r[0]):
         if active[m["page_id"]][0] != m["page_hash"]:
             continue
-        evidences.add(rid, m["space"], doc, page=m["page_id"])
-        if m["kind"] != "row":  # rows repeat their table's text
-            parts[m["page_id"]].append((int(m["position"]), m["text"]))
+        evidence = evidence_from_row(doc, m)
+        evidences.add(rid, evidence.space, evidence.context_text, page=evidence.page_id)
+        if evidence.kind != "row":  # rows repeat their table's text
+            parts[evidence.page_id].append((evidence.position, evidence.text))
     for pid, (_hash, space, title) in active.items():
         pages.add(pid, space, " ".join([title] * 3 + [t for _, t in sorted(parts[pid])]))

@@ -8,6 +8,7 @@ written beside the old before the switch (see `EvidenceIndex`).
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -31,14 +32,24 @@ def row_id(evidence: Evidence, page_hash: str) -> str:
 
 
 def evidence_metadata(evidence: Evidence, page_hash: str) -> dict[str, Any]:
-    """A row's metadata: the evidence's stored form, its context text kept once, as the row's document."""
-    meta: dict[str, Any] = evidence.to_dict()
-    del meta["context_text"]
-    meta["page_hash"] = page_hash
-    return meta
+    """A row's metadata: the keys the index filters on (page, space, kind, page version), and the evidence's stored
+    form as one JSON string. No document: Chroma indexes a document for full-text search and every metadata
+    key on its own, which made a row cost about twice as much to write (bench/chroma_rows.py); the index
+    searches its words with BM25, not with Chroma."""
+    return {
+        "page_id": evidence.page_id,
+        "space": evidence.space,
+        "kind": evidence.kind,
+        "page_hash": page_hash,
+        "evidence": json.dumps(evidence.to_dict(), ensure_ascii=False),
+    }
 
 
-def evidence_from_row(document: str, meta: dict[str, Any]) -> Evidence:
+def evidence_from_row(document: str | None, meta: dict[str, Any]) -> Evidence:
+    """A row back as its evidence: today's form, or the older one (each field a metadata key, the context
+    text as the row's document), which an index written before keeps until its pages change."""
+    if "evidence" in meta:
+        return Evidence.from_dict(json.loads(meta["evidence"]))
     return Evidence.from_dict({**meta, "context_text": document})
 
 
@@ -124,7 +135,6 @@ class ChromaStore:
             self._collection.upsert(
                 ids=[row_id(e, page_hash) for e, page_hash in part],
                 embeddings=vectors[start : start + batch].tolist(),
-                documents=[e.context_text for e, _ in part],
                 metadatas=[evidence_metadata(e, page_hash) for e, page_hash in part],
             )
 
@@ -137,8 +147,9 @@ class ChromaStore:
 
     def query(
         self, vector: np.ndarray, k: int, where: dict[str, Any] | None
-    ) -> list[tuple[str, float, str, dict]]:
-        """Nearest rows as (row id, cosine similarity, document, metadata), best first."""
+    ) -> list[tuple[str, float, str | None, dict]]:
+        """Nearest rows as (row id, cosine similarity, document, metadata), best first (the document is None
+        for rows written since rows keep their evidence in the metadata)."""
         total = self._collection.count()
         if total == 0:
             return []
@@ -158,8 +169,8 @@ class ChromaStore:
 
     def get(
         self, ids: Sequence[str] | None = None, where: dict[str, Any] | None = None
-    ) -> list[tuple[str, str, dict]]:
-        """Rows as (row id, document, metadata)."""
+    ) -> list[tuple[str, str | None, dict]]:
+        """Rows as (row id, document or None, metadata)."""
         res = self._collection.get(
             ids=list(ids) if ids is not None else None, where=where, include=["documents", "metadatas"]
         )

@@ -282,7 +282,7 @@ class EvidenceIndex:
         found = self._bm25.search(query, k * 2, scope.spaces, scope.hidden_pages)
         active = self.manifest.hashes_of(_page_of(rid) for rid, _s in found)
         pairs = [(rid, s) for rid, s in found if active.get(_page_of(rid)) == _hash_of(rid)][:k]
-        by_id: dict[str, tuple[str, dict]] = {}
+        by_id: dict[str, tuple[str | None, dict]] = {}
         if pairs:
             with self._using_chroma() as chroma:
                 by_id = {rid: (doc, meta) for rid, doc, meta in chroma.get(ids=[p[0] for p in pairs])}
