@@ -1,5 +1,5 @@
 """`python -m threadwise …` runs the CLI, with its exit code."""
 
-from threadwise.cli import main
+from threadwise.cli import run
 
-raise SystemExit(main())
+raise SystemExit(run())

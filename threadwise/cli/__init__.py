@@ -66,7 +66,17 @@ def make_parser() -> tuple[argparse.ArgumentParser, Callable[[], Threadwise]]:
     return parser, build
 
 
-def main(argv: list[str] | None = None) -> int:
+def run() -> int:
+    """The `threadwise` console script and `python -m threadwise`."""
+    return main(exit_at_once=True)
+
+
+def main(argv: list[str] | None = None, *, exit_at_once: bool = False) -> int:
+    """Run one command; its exit code. With `exit_at_once`, a command that marks itself so (`index`, `sync`,
+    `eval`, `ask`: everything they write is committed when they return, and an index survives even kill -9
+    at any point, bench/crash_matrix.py) ends the process as soon as its output is flushed, without the
+    interpreter's teardown, which took about a second once a model was loaded (OpenVINO freeing its
+    kernels, then every module)."""
     parser, _build = make_parser()
     try:
         args = parser.parse_args(argv)  # usage errors exit 2 here, as `threadwise: error: …`
@@ -88,6 +98,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         code = int(args.func(args) or 0)
         sys.stdout.flush()  # a closed pipe shows here, not at exit
+        if exit_at_once and getattr(args, "exit_at_once", False):
+            sys.stderr.flush()
+            logging.shutdown()
+            os._exit(code)
         return code
     except KeyboardInterrupt:
         return 130

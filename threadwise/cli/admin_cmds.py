@@ -75,7 +75,7 @@ def register(subparsers: Any, build: Build) -> None:
         help="re-read restrictions, space permissions and group members only, and apply them (nothing "
         "is fetched or embedded)",
     )
-    p.set_defaults(func=command(_sync))
+    p.set_defaults(func=command(_sync), exit_at_once=True)
 
     p = subparsers.add_parser("status", help="per space: pages, evidences, last sync and its result")
     p.add_argument("--json", action="store_true", help="machine-readable output")

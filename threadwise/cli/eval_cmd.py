@@ -32,7 +32,7 @@ def register(sub: Any, build: Build) -> None:
     p.add_argument("--explain", action="store_true", help="also run Explain and score attribution accuracy")
     p.add_argument("--limit", type=int, help="only the first N conversations")
     p.add_argument("--out", type=Path, help="write the report as one JSON object")
-    p.set_defaults(func=lambda a: run(a, build))
+    p.set_defaults(func=lambda a: run(a, build), exit_at_once=True)
 
 
 def run(args: argparse.Namespace, build: Build) -> int:

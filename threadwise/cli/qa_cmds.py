@@ -56,7 +56,7 @@ def register(sub: Any, build: Build) -> None:
         help="ask as in a channel others can see, not in a direct message (per-user: only pages everyone "
         "there may read)",
     )
-    p.set_defaults(func=lambda a: ask(a, build))
+    p.set_defaults(func=lambda a: ask(a, build), exit_at_once=True)
 
     p = sub.add_parser("trace", help="print the trace of an answered turn")
     p.add_argument("turn_id", type=int)
@@ -67,7 +67,7 @@ def register(sub: Any, build: Build) -> None:
         "index", help="index a folder of page JSON files into the synced index (no Confluence)"
     )
     p.add_argument("--docs", type=Path, required=True)
-    p.set_defaults(func=lambda a: index_folder(a, build))
+    p.set_defaults(func=lambda a: index_folder(a, build), exit_at_once=True)
 
 
 # ----- helpers -----
