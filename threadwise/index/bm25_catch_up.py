@@ -65,9 +65,9 @@ def add_to_corpora(
     evidences: TokenCorpus,
     pages: TokenCorpus,
 ) -> None:
-    """Tokenize the active rows (id, document, metadata, as Chroma gives them) of a batch of pages into the
-    evidence corpus (each row's context text), and each page (the title three times, then its text: which page is the question about?)
-    into the page corpus. Rows of another version of a page are left out."""
+    """Tokenize the active rows (id, document, metadata, as Chroma gives them) of a batch of pages: each row's
+    context text into the evidence corpus, and each page (the title three times, then its text: which page is
+    the question about?) into the page corpus. Rows of another version of a page are left out."""
     active = {s.page_id: (s.content_hash, s.space, s.title) for s in batch}
     parts: dict[str, list[tuple[int, str]]] = {pid: [] for pid in active}
     for rid, doc, m in sorted(rows, key=lambda r: r[0]):

@@ -32,8 +32,8 @@ def row_id(evidence: Evidence, page_hash: str) -> str:
 
 
 def evidence_metadata(evidence: Evidence, page_hash: str) -> dict[str, Any]:
-    """A row's metadata: the keys the index filters on (page, space, kind, page version), and the evidence's stored
-    form as one JSON string. No document: Chroma indexes a document for full-text search and every metadata
+    """A row's metadata: the keys the index filters on (page, space, kind, page version), and the evidence's
+    stored form as one JSON string. No document: Chroma indexes a document for full-text search and every metadata
     key on its own, which made a row cost about twice as much to write (bench/chroma_rows.py); the index
     searches its words with BM25, not with Chroma."""
     return {
