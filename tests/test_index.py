@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
+import numpy as np
+
 from threadwise.core.retrieve.retriever import (
     RetrievalOptions,
     Retriever,
@@ -301,6 +303,32 @@ def test_rows_written_in_the_older_form_are_still_read(tmp_path: Path) -> None:
     reopened = open_index(tmp_path)
     assert reopened.search_dense(vector, 1)[0].evidence == row
     assert reopened.search_lexical("Alice owns the build", 1)[0].evidence == row
+
+
+def test_dense_search_is_near_exact_also_in_a_collection_made_with_chromas_defaults(tmp_path: Path) -> None:
+    """Chroma's default ef_search (100) returns an approximate top 200, so the same vectors indexed twice could
+    rank differently; the store searches with 500 candidates, also in a collection an older release made."""
+    import chromadb
+    from chromadb.config import Settings
+
+    from threadwise.index.chroma_store import EF_SEARCH, ChromaStore
+
+    folder = tmp_path / "chroma"
+    older = chromadb.PersistentClient(str(folder), Settings(anonymized_telemetry=False, allow_reset=False))
+    older.create_collection("evidence", embedding_function=None, metadata={"hnsw:space": "cosine"})
+    store = ChromaStore(directory=folder, collection="evidence")
+    assert store._collection.configuration["hnsw"]["ef_search"] == EF_SEARCH == 500
+
+    rng = np.random.default_rng(0)  # 1,000 unit vectors in clusters of 16, as a page's evidences sit together
+    centers = rng.normal(size=(63, 64))
+    x = centers[np.arange(1000) // 16] + 0.5 * rng.normal(size=(1000, 64))
+    x /= np.linalg.norm(x, axis=1, keepdims=True)
+    p = page("1", "")
+    rows = evidences(p, [f"text {i}" for i in range(1000)])
+    store.add_pages([(rows, "h")], x.astype(np.float32))
+    for q in x[rng.choice(1000, 10)] + 0.3 * rng.normal(size=(10, 64)):
+        exact = {rows[i].id for i in np.argsort(-(x @ q))[:200]}
+        assert {rid.split("@")[0] for rid, *_ in store.query(q.astype(np.float32), 200, None)} == exact
 
 
 def test_a_rankings_best_hit_missing_from_the_top_k_is_kept_at_the_head_rank() -> None:

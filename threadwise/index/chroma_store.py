@@ -25,6 +25,10 @@ from threadwise.index.shared_lock import SharedLock
 # chromadb keeps one "system" per folder in a process-wide registry that it fills without a lock: clients
 # created by two threads at once race there (KeyError). Every open and close goes through this lock.
 _CLIENTS = threading.Lock()
+# Candidates HNSW keeps while searching. Chroma's default of 100 gives an approximate top 100-200, so the same
+# vectors indexed twice could rank differently past the first few (the graph depends on insertion order) and
+# move a dev-split question. At 500 the dense ranking is near-exact (bench/hnsw_search.py: recall and cost).
+EF_SEARCH = 500
 
 
 def row_id(evidence: Evidence, page_hash: str) -> str:
@@ -107,8 +111,15 @@ class ChromaStore:
         with _CLIENTS:
             self._client = chroma_client(self._directory, self._server)
             self._collection = self._client.get_or_create_collection(
-                name=self._name, embedding_function=None, metadata={"hnsw:space": "cosine"}
+                name=self._name,
+                embedding_function=None,
+                configuration={"hnsw": {"space": "cosine", "ef_search": EF_SEARCH}},
             )
+            # a collection made before keeps its settings; set before its first query, or the vector segment
+            # this process loads keeps the old value
+            hnsw = self._collection.configuration.get("hnsw") or {}
+            if hnsw and hnsw.get("ef_search", 0) < EF_SEARCH:
+                self._collection.modify(configuration={"hnsw": {"ef_search": EF_SEARCH}})
 
     def reopen(self) -> None:
         """Close the client and open it again: it then sees what other processes wrote since it was opened.
