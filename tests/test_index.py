@@ -331,6 +331,22 @@ def test_dense_search_is_near_exact_also_in_a_collection_made_with_chromas_defau
         assert {rid.split("@")[0] for rid, *_ in store.query(q.astype(np.float32), 200, None)} == exact
 
 
+def test_a_copied_pages_equal_dense_scores_rank_by_id_whatever_the_order_written(tmp_path: Path) -> None:
+    """A page and its copy have the very same vectors; HNSW returns such ties in the order the rows were
+    written, so the dense ranking, and the fused one after it, depended on the order pages were synced."""
+    original = page("7", "Hibernation is off|Backups run nightly", title="Power")
+    copy = page("3", "Hibernation is off", title="Power", space="OPS")
+    rankings = []
+    for name, order in (("a", [original, copy]), ("b", [copy, original])):
+        index = EvidenceIndex(directory=tmp_path / name, embedder=HashingEmbedder())
+        for p in order:
+            put(index, p)
+        vector = index.embeddings_of(evidences(original, ["Hibernation is off"]))[0]
+        rankings.append([(h.evidence.id, round(h.score, 6)) for h in index.search_dense(vector, 3)])
+    assert rankings[0] == rankings[1]
+    assert [eid for eid, _ in rankings[0][:2]] == ["3:0", "7:0"] and rankings[0][0][1] == rankings[0][1][1]
+
+
 def test_a_rankings_best_hit_missing_from_the_top_k_is_kept_at_the_head_rank() -> None:
     page_of = {"a1": "A", "a2": "A", "b1": "B", "c1": "C", "g1": "G", "g2": "G", "g3": "G"}
     fused = [("a1", 0.9), ("a2", 0.8), ("b1", 0.7), ("c1", 0.6), ("g1", 0.1), ("g2", 0.05), ("g3", 0.01)]

@@ -316,6 +316,9 @@ class EvidenceIndex:
             for rid, sim, doc, meta in rows
             if active.get(meta["page_id"]) == meta["page_hash"]
         ]
+        # equal scores by id, as in BM25: a copied page's evidence has the very same vector as the original's,
+        # and HNSW returns such ties in the order the rows were written
+        hits.sort(key=lambda h: (-h.score, h.evidence.id))
         return hits[:k]
 
     def vectors_for(self, embedder: Embedder, evidences: Sequence[Evidence]) -> np.ndarray | None:
