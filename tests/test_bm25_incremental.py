@@ -4,7 +4,9 @@ rebuild and bm25s itself do (within float error), in this process and in another
 from __future__ import annotations
 
 import random
+import shutil
 import threading
+from dataclasses import replace
 from pathlib import Path
 
 import bm25s
@@ -226,3 +228,37 @@ def test_a_page_edited_twice_between_merges_loads_with_its_last_version_only(tmp
                 assert_same(got, want)
             else:
                 assert got == []
+
+
+def test_bm25_of_the_pages_written_here_is_the_one_read_back_from_chroma(tmp_path: Path) -> None:
+    """A process tokenizes the pages it writes as it writes them (FreshTerms), so that bringing BM25 up to date
+    reads nothing back: the index it builds is the one built from Chroma's rows, score for score."""
+    pages = pages_of(40)
+    tables = page("t", "", title="Owners", space="S")
+    table, row = evidences(tables, ["Table: Alice build, Bob release", "Alice owns the build"])
+    row = replace(row, kind="row", table_no=1, row_no=1, cells=(("Who", "Alice"), ("Owns", "build")))
+    index = open_index(tmp_path)
+    index.put_pages([(p, evidences(p, p.body.split("|"))) for p in pages] + [(tables, [table, row])])
+    index.flush()
+    for saved in (tmp_path / "idx").glob("evidence*.bm25"):
+        shutil.rmtree(saved)
+    reread = open_index(tmp_path)  # nothing saved, nothing written here: every page read from Chroma
+    for query in [*QUERIES, "Alice build", "owners release"]:
+        assert [(h.evidence.id, h.score) for h in reread.search_lexical(query, 20)] == [
+            (h.evidence.id, h.score) for h in index.search_lexical(query, 20)
+        ]
+        assert reread.search_pages(query, 10) == index.search_pages(query, 10)
+    assert index.search_pages("Alice owns the build", 1)[0][0] == "t"
+
+
+def test_a_page_another_writer_changed_is_read_back_not_taken_from_what_was_written_here(
+    tmp_path: Path,
+) -> None:
+    index = open_index(tmp_path)
+    first = page("1", "alpha release notes", space="S")
+    index.put_page(first, evidences(first, [first.body]))
+    other = open_index(tmp_path)  # another writer: page 1 changes before this process's BM25 catches up
+    edited = page("1", "zebra crossing on Thursdays", version=2, space="S")
+    other.put_page(edited, evidences(edited, ["zebra crossing on Thursdays"]))
+    assert [h.evidence.page_id for h in index.search_lexical("zebra crossing", 5)] == ["1"]
+    assert index.search_lexical("alpha release", 5) == []

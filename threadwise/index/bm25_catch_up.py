@@ -1,15 +1,19 @@
 """Bringing BM25 indexes up to date with the index's pages: `catch_up_bm25` compares each page's signature
 (version, hash, title) with what an index holds and reads again only the pages that differ; the whole wiki
-only when nothing is saved or most pages changed; `add_to_corpora` is what a page's rows give each corpus."""
+only when nothing is saved or most pages changed. `page_terms` is what a page's rows give each corpus, and
+`FreshTerms` keeps it for the pages a process writes, so that catching up needs not read them back."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
+from threadwise.core.retrieve.tokenize import tokenize
+from threadwise.core.types import Evidence
 from threadwise.index.bm25_corpus import TokenCorpus
 from threadwise.index.bm25_store import BM25Store
-from threadwise.index.chroma_store import evidence_from_row
 
 if TYPE_CHECKING:
     from threadwise.index.manifest import PageState
@@ -59,23 +63,77 @@ def catch_up_bm25(
         store.update(generation, changed, corpus, save=save)
 
 
-def add_to_corpora(
-    rows: Iterable[tuple[str, str | None, dict[str, Any]]],
-    batch: Sequence[PageState],
-    evidences: TokenCorpus,
-    pages: TokenCorpus,
-) -> None:
-    """Tokenize the active rows (id, document, metadata, as Chroma gives them) of a batch of pages: each row's
-    context text into the evidence corpus, and each page (the title three times, then its text: which page is
-    the question about?) into the page corpus. Rows of another version of a page are left out."""
-    active = {s.page_id: (s.content_hash, s.space, s.title) for s in batch}
-    parts: dict[str, list[tuple[int, str]]] = {pid: [] for pid in active}
-    for rid, doc, m in sorted(rows, key=lambda r: r[0]):
-        if active[m["page_id"]][0] != m["page_hash"]:
-            continue
-        evidence = evidence_from_row(doc, m)
-        evidences.add(rid, evidence.space, evidence.context_text, page=evidence.page_id)
-        if evidence.kind != "row":  # rows repeat their table's text
-            parts[evidence.page_id].append((evidence.position, evidence.text))
-    for pid, (_hash, space, title) in active.items():
-        pages.add(pid, space, " ".join([title] * 3 + [t for _, t in sorted(parts[pid])]))
+@dataclass(frozen=True)
+class PageTerms:
+    """A page's BM25 documents, tokenized: its active rows as (row id, space, terms), and the page's own
+    document (the title three times, then its text: which page is the question about?)."""
+
+    page_id: str
+    space: str
+    rows: list[tuple[str, str, list[str]]]
+    page: list[str]
+
+
+def page_terms(state: PageState, rows: Iterable[tuple[str, Evidence]]) -> PageTerms:
+    """What a page's active rows (row id, evidence) give each corpus: each row's context text, and the page's
+    text for the page corpus, in position order; table rows stay out of it (they repeat their table's text)."""
+    ordered = sorted(rows, key=lambda row: row[0])
+    parts = sorted((e.position, e.text) for _, e in ordered if e.kind != "row")
+    return PageTerms(
+        state.page_id,
+        state.space,
+        [(rid, e.space, tokenize(e.context_text)) for rid, e in ordered],
+        tokenize(" ".join([state.title] * 3 + [text for _, text in parts])),
+    )
+
+
+def add_to_corpora(batch: Sequence[PageTerms], evidences: TokenCorpus, pages: TokenCorpus) -> None:
+    """A batch of pages into the corpora: their rows in row-id order, then the pages in the batch's order."""
+    rows = sorted(((rid, space, terms, p.page_id) for p in batch for rid, space, terms in p.rows), key=_first)
+    for rid, space, terms, page_id in rows:
+        evidences.add_terms(rid, space, terms, page=page_id)
+    for p in batch:
+        pages.add_terms(p.page_id, p.space, p.page)
+
+
+def _first(row: tuple[str, str, list[str], str]) -> str:
+    return row[0]
+
+
+class FreshTerms:
+    """The BM25 documents of the pages this process wrote, tokenized as each was written (while the embedder
+    works on the next batch), keyed by page signature: a catch-up then reads from Chroma and tokenizes only
+    the pages other processes wrote, or that changed again since. Holds up to `max_rows` rows' terms; a
+    catch-up empties it. Thread-safe: a sync writes while searches catch up."""
+
+    def __init__(self, *, max_rows: int = 50_000) -> None:
+        self.max_rows = max_rows
+        self._pages: dict[str, tuple[str, PageTerms]] = {}
+        self._rows = 0
+        self._lock = threading.Lock()
+
+    def put(self, state: PageState, rows: Sequence[tuple[str, Evidence]]) -> None:
+        if self._rows + len(rows) > self.max_rows:
+            return
+        terms = page_terms(state, rows)
+        with self._lock:
+            self._pages[state.page_id] = (
+                page_signature(state.version, state.content_hash, state.title),
+                terms,
+            )
+            self._rows += len(rows)
+
+    def take(self, batch: Sequence[PageState]) -> tuple[dict[str, PageTerms], list[PageState]]:
+        """The terms kept of these pages at their signature, and the pages that must be read."""
+        found: dict[str, PageTerms] = {}
+        with self._lock:
+            for state in batch:
+                kept = self._pages.get(state.page_id)
+                if kept and kept[0] == page_signature(state.version, state.content_hash, state.title):
+                    found[state.page_id] = kept[1]
+        return found, [state for state in batch if state.page_id not in found]
+
+    def clear(self) -> None:
+        with self._lock:
+            self._pages.clear()
+            self._rows = 0

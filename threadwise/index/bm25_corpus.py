@@ -47,11 +47,15 @@ class TokenCorpus:
         self.vocab: dict[str, int] = {}
 
     def add(self, doc_id: str, space: str, text: str, *, page: str | None = None) -> None:
+        self.add_terms(doc_id, space, tokenize(text), page=page)
+
+    def add_terms(self, doc_id: str, space: str, terms: Sequence[str], *, page: str | None = None) -> None:
+        """A document already tokenized (`tokenize`)."""
         vocab = self.vocab
         self.ids.append(doc_id)
         self.pages.append(doc_id if page is None else page)
         self.spaces.append(space)
-        self.docs.append(array("i", [vocab.setdefault(t, len(vocab)) for t in tokenize(text) or ["_empty_"]]))
+        self.docs.append(array("i", [vocab.setdefault(t, len(vocab)) for t in terms or ["_empty_"]]))
 
     def __len__(self) -> int:
         return len(self.ids)

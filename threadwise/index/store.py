@@ -27,7 +27,7 @@ import numpy as np
 
 from threadwise.core.protocols import Embedder
 from threadwise.core.types import EVERYTHING, Evidence, Page, Scope, ScoredEvidence
-from threadwise.index.bm25_catch_up import add_to_corpora, catch_up_bm25
+from threadwise.index.bm25_catch_up import FreshTerms, add_to_corpora, catch_up_bm25, page_terms
 from threadwise.index.bm25_corpus import TokenCorpus
 from threadwise.index.bm25_store import BM25Store
 from threadwise.index.chroma_store import ChromaServer, ChromaStore, CurrentChroma, evidence_from_row, row_id
@@ -89,6 +89,7 @@ class EvidenceIndex:
         )
         self._bm25 = BM25Store(directory=self.directory / f"{collection}.bm25")
         self._page_bm25 = BM25Store(directory=self.directory / f"{collection}.pages.bm25")
+        self._fresh = FreshTerms()  # the BM25 documents of the pages written here, until BM25 catches up
         # shared by every collection in the folder: eval collections of two settings reuse each other's vectors
         self.cache = EmbeddingCache(path=self.directory / "embedding-cache.sqlite")
         with self._write_lock:
@@ -186,6 +187,7 @@ class EvidenceIndex:
                     page.id, page.space, page.version, page.content_hash, page.title, len(evidences)
                 )
                 self._chroma.saw(self.manifest.put(state))
+                self._fresh.put(state, [(row_id(e, page.content_hash), e) for e in evidences])
                 chroma.delete_where(
                     {"$and": [{"page_id": page.id}, {"page_hash": {"$ne": page.content_hash}}]}
                 )
@@ -264,15 +266,23 @@ class EvidenceIndex:
                 try:
                     pages = partial(self.manifest.states, batch=200)
                     catch_up_bm25(pages, self._add_to_corpora, gen, *stores, save=save)
+                    self._fresh.clear()
                 finally:
                     if save:
                         self._write_lock.__exit__()
 
     def _add_to_corpora(self, batch: Sequence[PageState], evidences: TokenCorpus, pages: TokenCorpus) -> None:
-        with self._using_chroma() as chroma:
-            add_to_corpora(
-                chroma.get(where={"page_id": {"$in": [s.page_id for s in batch]}}), batch, evidences, pages
-            )
+        """Tokenize a batch of pages into the corpora: as this process wrote them, else their rows in Chroma."""
+        terms, unread = self._fresh.take(batch)
+        if unread:
+            active = {s.page_id: s for s in unread}
+            rows: dict[str, list[tuple[str, Evidence]]] = {pid: [] for pid in active}
+            with self._using_chroma() as chroma:
+                for rid, doc, meta in chroma.get(where={"page_id": {"$in": list(active)}}):
+                    if active[meta["page_id"]].content_hash == meta["page_hash"]:  # not another version's
+                        rows[meta["page_id"]].append((rid, evidence_from_row(doc, meta)))
+            terms.update({pid: page_terms(state, rows[pid]) for pid, state in active.items()})
+        add_to_corpora([terms[s.page_id] for s in batch], evidences, pages)
 
     def search_lexical(self, query: str, k: int, scope: Scope | None = None) -> list[ScoredEvidence]:
         scope = scope or EVERYTHING
