@@ -8,6 +8,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from operator import itemgetter
 from typing import TYPE_CHECKING
 
 from threadwise.core.retrieve.tokenize import tokenize
@@ -77,7 +78,7 @@ class PageTerms:
 def page_terms(state: PageState, rows: Iterable[tuple[str, Evidence]]) -> PageTerms:
     """What a page's active rows (row id, evidence) give each corpus: each row's context text, and the page's
     text for the page corpus, in position order; table rows stay out of it (they repeat their table's text)."""
-    ordered = sorted(rows, key=lambda row: row[0])
+    ordered = sorted(rows, key=itemgetter(0))
     parts = sorted((e.position, e.text) for _, e in ordered if e.kind != "row")
     return PageTerms(
         state.page_id,
@@ -89,15 +90,13 @@ def page_terms(state: PageState, rows: Iterable[tuple[str, Evidence]]) -> PageTe
 
 def add_to_corpora(batch: Sequence[PageTerms], evidences: TokenCorpus, pages: TokenCorpus) -> None:
     """A batch of pages into the corpora: their rows in row-id order, then the pages in the batch's order."""
-    rows = sorted(((rid, space, terms, p.page_id) for p in batch for rid, space, terms in p.rows), key=_first)
+    rows = sorted(
+        ((rid, space, terms, p.page_id) for p in batch for rid, space, terms in p.rows), key=itemgetter(0)
+    )
     for rid, space, terms, page_id in rows:
         evidences.add_terms(rid, space, terms, page=page_id)
     for p in batch:
         pages.add_terms(p.page_id, p.space, p.page)
-
-
-def _first(row: tuple[str, str, list[str], str]) -> str:
-    return row[0]
 
 
 class FreshTerms:

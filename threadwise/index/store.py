@@ -176,22 +176,25 @@ class EvidenceIndex:
         ids = [page.id for page, _ in prepared.pages]
         if not ids:
             return prepared.written
+        states = [
+            PageState(page.id, page.space, page.version, page.content_hash, page.title, len(evidences))
+            for page, evidences in prepared.pages
+        ]
         with self._write_lock, self._using_chroma() as chroma:
             # dirty until the old rows are gone: `flush` finishes a killed update
             self.manifest.mark_dirty(ids)
             chroma.add_pages(
                 [(evidences, page.content_hash) for page, evidences in prepared.pages], prepared.vectors
             )
-            for page, evidences in prepared.pages:
-                state = PageState(
-                    page.id, page.space, page.version, page.content_hash, page.title, len(evidences)
-                )
+            for state in states:
                 self._chroma.saw(self.manifest.put(state))
-                self._fresh.put(state, [(row_id(e, page.content_hash), e) for e in evidences])
                 chroma.delete_where(
-                    {"$and": [{"page_id": page.id}, {"page_hash": {"$ne": page.content_hash}}]}
+                    {"$and": [{"page_id": state.page_id}, {"page_hash": {"$ne": state.content_hash}}]}
                 )
             self.manifest.clear_dirty(ids)
+        # tokenized once the lock is free (other writers wait on it); until then a catch-up reads from Chroma
+        for state, (page, evidences) in zip(states, prepared.pages, strict=True):
+            self._fresh.put(state, [(row_id(e, page.content_hash), e) for e in evidences])
         self.embedded_pages += len(ids)
         return prepared.written
 
