@@ -6,14 +6,13 @@ from __future__ import annotations
 import random
 import shutil
 import threading
-from dataclasses import replace
 from pathlib import Path
 
 import bm25s
 import numpy as np
 import pytest
 
-from tests.test_index import evidences, open_index, page
+from tests.test_index import evidences, open_index, owners_table, page
 from threadwise.core.retrieve.tokenize import tokenize
 from threadwise.core.types import Page
 from threadwise.index.bm25_corpus import TokenCorpus
@@ -235,8 +234,7 @@ def test_bm25_of_the_pages_written_here_is_the_one_read_back_from_chroma(tmp_pat
     reads nothing back: the index it builds is the one built from Chroma's rows, score for score."""
     pages = pages_of(40)
     tables = page("t", "", title="Owners", space="S")
-    table, row = evidences(tables, ["Table: Alice build, Bob release", "Alice owns the build"])
-    row = replace(row, kind="row", table_no=1, row_no=1, cells=(("Who", "Alice"), ("Owns", "build")))
+    table, row = owners_table(tables)
     index = open_index(tmp_path)
     index.put_pages([(p, evidences(p, p.body.split("|"))) for p in pages] + [(tables, [table, row])])
     index.flush()

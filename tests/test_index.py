@@ -47,6 +47,12 @@ def evidences(p: Page, texts: list[str]) -> list[Evidence]:
     ]
 
 
+def owners_table(p: Page) -> tuple[Evidence, Evidence]:
+    """A table evidence and one of its rows (kind "row", with cells) on page `p`."""
+    table, row = evidences(p, ["Table: Alice build, Bob release", "Alice owns the build"])
+    return table, replace(row, kind="row", table_no=2, row_no=1, cells=(("Who", "Alice"), ("Owns", "build")))
+
+
 def put(index: EvidenceIndex, p: Page) -> bool:
     return index.put_page(p, evidences(p, p.body.split("|")))
 
@@ -286,8 +292,7 @@ def test_rows_written_in_the_older_form_are_still_read(tmp_path: Path) -> None:
     text as the row's document) come back as the same evidences from dense and lexical search alike."""
     index = open_index(tmp_path)
     p = page("1", "", title="Owners")
-    table, row = evidences(p, ["Table: Alice build, Bob release", "Alice owns the build"])
-    row = replace(row, kind="row", table_no=2, row_no=1, cells=(("Who", "Alice"), ("Owns", "build")))
+    table, row = owners_table(p)
     assert index.put_page(p, [table, row])
     store = index.chroma
     [(rid, document, meta)] = [r for r in store.get(where={"page_id": "1"}) if r[0].startswith(row.id + "@")]
