@@ -19,7 +19,7 @@ from urllib.parse import urlsplit
 
 import numpy as np
 
-from threadwise.core.types import Evidence
+from threadwise.core.types import Evidence, Scope
 from threadwise.index.shared_lock import SharedLock
 
 # chromadb keeps one "system" per folder in a process-wide registry that it fills without a lock: clients
@@ -29,6 +29,9 @@ _CLIENTS = threading.Lock()
 # vectors indexed twice could rank differently past the first few (the graph depends on insertion order) and
 # move a dev-split question. At 500 the dense ranking is near-exact (bench/hnsw_search.py: recall and cost).
 EF_SEARCH = 500
+Row = tuple[
+    str, float, str | None, dict[str, Any]
+]  # a query's row: id, cosine similarity, document, metadata
 
 
 def row_id(evidence: Evidence, page_hash: str) -> str:
@@ -55,6 +58,19 @@ def evidence_from_row(document: str | None, meta: dict[str, Any]) -> Evidence:
     if "evidence" in meta:
         return Evidence.from_dict(json.loads(meta["evidence"]))
     return Evidence.from_dict({**meta, "context_text": document})
+
+
+def scope_where(scope: Scope, row_vectors: str = "own") -> dict[str, Any] | None:
+    """Chroma's `where` for a scope: its spaces, without its hidden pages, and no table rows where a row's vector
+    is its table's ("table": the table stands for it)."""
+    conditions: list[dict[str, Any]] = []
+    if scope.spaces is not None:
+        conditions.append({"space": {"$in": list(scope.spaces)}})
+    if scope.hidden_pages:
+        conditions.append({"page_id": {"$nin": sorted(scope.hidden_pages)}})
+    if row_vectors == "table":
+        conditions.append({"kind": {"$ne": "row"}})
+    return conditions[0] if len(conditions) == 1 else {"$and": conditions} if conditions else None
 
 
 @dataclass(frozen=True)
@@ -156,17 +172,13 @@ class ChromaStore:
         for start in range(0, len(ids), 2000):
             self._collection.delete(ids=list(ids[start : start + 2000]))
 
-    def query(
-        self, vector: np.ndarray, k: int, where: dict[str, Any] | None
-    ) -> list[tuple[str, float, str | None, dict]]:
-        """Nearest rows as (row id, cosine similarity, document, metadata), best first (the document is None
-        for rows written since rows keep their evidence in the metadata)."""
-        total = self._collection.count()
-        if total == 0:
-            return []
+    def query(self, vector: np.ndarray, k: int, where: dict[str, Any] | None) -> list[Row]:
+        """The `k` nearest rows (fewer if there are not so many) as (row id, cosine similarity, document,
+        metadata), best first (the document is None for rows written since rows keep their evidence in the
+        metadata)."""
         res = self._collection.query(
             query_embeddings=[vector.tolist()],
-            n_results=min(k, total),
+            n_results=k,
             where=where,
             include=["documents", "metadatas", "distances"],
         )
@@ -196,6 +208,36 @@ class ChromaStore:
 
     def count(self) -> int:
         return int(self._collection.count())
+
+
+def nearest_in_scope(
+    chroma: ChromaStore,
+    vector: np.ndarray,
+    n: int,
+    scope: Scope,
+    indexed_spaces: Callable[[], list[str]],
+    *,
+    row_vectors: str = "own",
+) -> list[Row]:
+    """The `n` rows nearest `vector` that `scope` allows. Chroma's metadata filter costs many times the search
+    itself (bench/hnsw_search.py), and a `per-user` scope lists every space its asker may read, often all of
+    them: so unless the scope leaves one of the `indexed_spaces` out, the search runs unfiltered, a little
+    deeper, and the scope is applied here. Only when the hidden pages crowd out the top does Chroma filter.
+    Either way every row is checked against the scope, so a space indexed meanwhile cannot slip in."""
+
+    def allowed(row: Row) -> bool:
+        return scope.allows(row[3]["space"], row[3]["page_id"])
+
+    filtered = scope
+    if scope.spaces is None or set(scope.spaces).issuperset(indexed_spaces()):
+        if row_vectors == "own":
+            depth = n + (n // 4 if scope.hidden_pages else 0)
+            rows = chroma.query(vector, depth, None)
+            kept = [row for row in rows if allowed(row)]
+            if len(kept) >= n or len(rows) < depth:  # the n best allowed, or every row there is
+                return kept[:n]
+        filtered = Scope.of(None, scope.hidden_pages)  # listing every space filters nothing, at a cost
+    return [row for row in chroma.query(vector, n, scope_where(filtered, row_vectors)) if allowed(row)]
 
 
 class CurrentChroma:

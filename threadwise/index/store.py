@@ -21,7 +21,6 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
@@ -30,7 +29,14 @@ from threadwise.core.types import EVERYTHING, Evidence, Page, Scope, ScoredEvide
 from threadwise.index.bm25_catch_up import FreshTerms, add_to_corpora, catch_up_bm25, page_terms
 from threadwise.index.bm25_corpus import TokenCorpus
 from threadwise.index.bm25_store import BM25Store
-from threadwise.index.chroma_store import ChromaServer, ChromaStore, CurrentChroma, evidence_from_row, row_id
+from threadwise.index.chroma_store import (
+    ChromaServer,
+    ChromaStore,
+    CurrentChroma,
+    evidence_from_row,
+    nearest_in_scope,
+    row_id,
+)
 from threadwise.index.embedding_cache import EmbedCounts, EmbeddingCache, RowVectors, evidence_vectors
 from threadwise.index.manifest import IndexManifest, PageState
 from threadwise.index.shared_lock import WriteLock
@@ -315,14 +321,8 @@ class EvidenceIndex:
         scope = scope or EVERYTHING
         if scope.nothing:
             return []
-        conditions: list[dict[str, Any]] = [{"space": {"$in": list(scope.spaces)}}] if scope.spaces else []
-        if scope.hidden_pages:  # few: the restricted pages the asker may not read
-            conditions.append({"page_id": {"$nin": sorted(scope.hidden_pages)}})
-        if self.row_vectors == "table":  # a row's vector is its table's: the table stands for it
-            conditions.append({"kind": {"$ne": "row"}})
-        where = conditions[0] if len(conditions) == 1 else {"$and": conditions} if conditions else None
         with self._using_chroma() as chroma:
-            rows = chroma.query(vector, k * 2, where)
+            rows = nearest_in_scope(chroma, vector, 2 * k, scope, self.spaces, row_vectors=self.row_vectors)
         active = self.manifest.hashes_of(meta["page_id"] for _rid, _sim, _doc, meta in rows)
         hits = [
             ScoredEvidence(evidence_from_row(doc, meta), sim)
