@@ -3,8 +3,9 @@
 Each size runs in a fresh process (so its peak RSS is its own) and reports: indexing time (wall and CPU),
 pages/s and evidences/s, texts the model embedded against vectors found in the embedding cache (the copies
 repeat most texts of their originals: the hit rate says how much of the speed is the cache), peak RSS, the
-query latency of hybrid retrieval over the dev questions (p50 / p95), a flush with nothing changed, and one
-page edited (its evidences written, texts embedded).
+query latency of hybrid retrieval over the dev questions (p50 / p95), then again with the scope a `per-user`
+asker gets (every indexed space listed, 20 restricted pages hidden), a flush with nothing changed, and one page
+edited (its evidences written, texts embedded).
 
 A copy `i` of a page lives in a copied space (`<SPACE>-c<i>`), keeps its title, and has two small edits: a
 sentence appended to its body and the copy number in its first paragraph; so its evidences that quote the
@@ -33,7 +34,7 @@ sys.path.insert(0, str(ROOT))
 
 from threadwise.connectors.files import load_pages  # noqa: E402
 from threadwise.core.retrieve.retriever import Retriever  # noqa: E402
-from threadwise.core.types import Page  # noqa: E402
+from threadwise.core.types import Page, Scope  # noqa: E402
 from threadwise.evaluation.dataset import load_conversations  # noqa: E402
 from threadwise.index.embedding_cache import EmbedCounts  # noqa: E402
 from threadwise.index.indexer import index_page, index_stream  # noqa: E402
@@ -83,14 +84,17 @@ def one_size(args: argparse.Namespace) -> dict[str, Any]:
     queries = [t.completed for c in load_conversations(args.qa, "en") for t in c][: args.queries]
     retriever = Retriever(index=index, embedder=embedder)
     retriever.retrieve(queries[0])  # loads BM25 and Chroma's HNSW
-    ms = []
-    for q in queries:
-        t = time.perf_counter()
-        retriever.retrieve(q)
-        ms.append((time.perf_counter() - t) * 1000)
-    ms.sort()
-    out["query_ms_p50"] = round(ms[len(ms) // 2], 1)
-    out["query_ms_p95"] = round(ms[min(len(ms) - 1, int(len(ms) * 0.95))], 1)
+    # what a `per-user` asker's scope looks like: the spaces they may read (here all), restricted pages hidden
+    per_user = Scope.of(index.spaces(), [p.id for p in originals[::11][:20]])
+    for label, scope in (("query", None), ("scoped_query", per_user)):
+        ms = []
+        for q in queries:
+            t = time.perf_counter()
+            retriever.retrieve(q, scope)
+            ms.append((time.perf_counter() - t) * 1000)
+        ms.sort()
+        out[f"{label}_ms_p50"] = round(ms[len(ms) // 2], 1)
+        out[f"{label}_ms_p95"] = round(ms[min(len(ms) - 1, int(len(ms) * 0.95))], 1)
 
     t = time.perf_counter()
     index.flush()
