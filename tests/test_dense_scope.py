@@ -4,7 +4,7 @@ pages it hides fill the top), the hits are the nearest rows the scope allows."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -65,11 +65,20 @@ def test_a_scope_listing_every_indexed_space_finds_what_no_scope_finds(wiki: Wik
 def test_hidden_pages_never_come_back_even_when_they_fill_the_top(wiki: Wiki) -> None:
     assert {i.split(":")[0] for i in wiki.dense(5, None)} == {"H"}  # unfiltered, the top is all H
     hidden = Scope.of(["ENG", "OPS"], ["H"])
-    assert wiki.dense(2, hidden) == wiki.exact(2, {"E", "O", "F"})  # the nearest 5 rows are H: Chroma filters
+    # searched unfiltered, 10 rows deeper (H has 10 evidences), and filtered here
+    assert wiki.dense(2, hidden) == wiki.exact(2, {"E", "O", "F"})
     assert wiki.dense(8, hidden) == wiki.exact(8, {"E", "O", "F"})  # all 16 rows seen: the 6 allowed
-    # O is not among the nearest: filtered here
     assert wiki.dense(3, Scope.of(None, ["O"])) == wiki.exact(3, {"H", "E", "F"})
     assert wiki.dense(6, Scope.of(None, ["H", "O"])) == wiki.exact(6, {"E", "F"})
+    # the hidden rows are more than three times those asked for: Chroma filters
+    assert wiki.dense(1, hidden) == wiki.exact(1, {"E", "O", "F"})
+
+
+def test_chroma_filters_when_the_hidden_pages_hold_more_rows_than_the_manifest_counts(wiki: Wiki) -> None:
+    """As while a hidden page is rewritten (its new rows beside the old): the deeper search comes back short."""
+    state = wiki.index.page_states()["H"]
+    wiki.index.manifest.put(replace(state, evidence_count=1))
+    assert wiki.dense(2, Scope.of(None, ["H"])) == wiki.exact(2, {"E", "O", "F"})
 
 
 def test_a_scope_leaving_a_space_out_finds_only_its_spaces(wiki: Wiki) -> None:

@@ -14,13 +14,16 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 import numpy as np
 
 from threadwise.core.types import Evidence, Scope
 from threadwise.index.shared_lock import SharedLock
+
+if TYPE_CHECKING:
+    from threadwise.index.manifest import IndexManifest
 
 # chromadb keeps one "system" per folder in a process-wide registry that it fills without a lock: clients
 # created by two threads at once race there (KeyError). Every open and close goes through this lock.
@@ -215,23 +218,27 @@ def nearest_in_scope(
     vector: np.ndarray,
     n: int,
     scope: Scope,
-    indexed_spaces: Callable[[], list[str]],
+    manifest: IndexManifest,
     *,
     row_vectors: str = "own",
 ) -> list[Row]:
-    """The `n` rows nearest `vector` that `scope` allows. Chroma's metadata filter costs many times the search
-    itself (bench/hnsw_search.py), and a `per-user` scope lists every space its asker may read, often all of
-    them: so unless the scope leaves one of the `indexed_spaces` out, the search runs unfiltered, a little
-    deeper, and the scope is applied here. Only when the hidden pages crowd out the top does Chroma filter.
-    Either way every row is checked against the scope, so a space indexed meanwhile cannot slip in."""
+    """The `n` rows nearest `vector` that `scope` allows.
+
+    Chroma's metadata filter costs many times the search itself (bench/hnsw_search.py), and a `per-user` scope
+    lists every space its asker may read, often all of them. So unless the scope leaves an indexed space out,
+    the search runs unfiltered, deeper by the rows of the pages it hides (the manifest counts them), and the
+    scope is applied here. Chroma filters when the hidden pages hold many rows, or when fewer than `n` rows
+    are left (a hidden page being rewritten has two versions' rows). Either way every row is checked against
+    the scope, so a space indexed meanwhile cannot slip in."""
 
     def allowed(row: Row) -> bool:
         return scope.allows(row[3]["space"], row[3]["page_id"])
 
     filtered = scope
-    if scope.spaces is None or set(scope.spaces).issuperset(indexed_spaces()):
-        if row_vectors == "own":
-            depth = n + (n // 4 if scope.hidden_pages else 0)
+    if scope.spaces is None or set(scope.spaces).issuperset(manifest.spaces()):
+        hidden_rows = manifest.count_of_pages(scope.hidden_pages) if scope.hidden_pages else 0
+        if row_vectors == "own" and hidden_rows <= 3 * n:
+            depth = n + hidden_rows
             rows = chroma.query(vector, depth, None)
             kept = [row for row in rows if allowed(row)]
             if len(kept) >= n or len(rows) < depth:  # the n best allowed, or every row there is

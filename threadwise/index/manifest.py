@@ -143,6 +143,18 @@ class IndexManifest:
         with self.engine.connect() as conn:
             return int(conn.execute(query).scalar_one())
 
+    def count_of_pages(self, page_ids: Iterable[str]) -> int:
+        """Number of evidences of these pages, of those indexed (aggregates over chunks of ids)."""
+        ids = list(dict.fromkeys(page_ids))
+        total = 0
+        with self.engine.connect() as conn:
+            for start in range(0, len(ids), _CHUNK):
+                query = select(func.coalesce(func.sum(_PAGES.c.evidence_count), 0)).where(
+                    self._mine(_PAGES), _PAGES.c.page_id.in_(ids[start : start + _CHUNK])
+                )
+                total += int(conn.execute(query).scalar_one())
+        return total
+
     def spaces(self) -> list[str]:
         query = select(_PAGES.c.space).distinct().where(self._mine(_PAGES)).order_by(_PAGES.c.space)
         with self.engine.connect() as conn:

@@ -322,7 +322,7 @@ class EvidenceIndex:
         if scope.nothing:
             return []
         with self._using_chroma() as chroma:
-            rows = nearest_in_scope(chroma, vector, 2 * k, scope, self.spaces, row_vectors=self.row_vectors)
+            rows = nearest_in_scope(chroma, vector, 2 * k, scope, self.manifest, row_vectors=self.row_vectors)
         active = self.manifest.hashes_of(meta["page_id"] for _rid, _sim, _doc, meta in rows)
         hits = [
             ScoredEvidence(evidence_from_row(doc, meta), sim)
