@@ -75,5 +75,5 @@ def test_a_failing_batch_stops_the_pipeline_and_keeps_what_was_written(tmp_path:
         pipeline.finish()
     written = {p.id for batch in batches[:2] for p in batch}
     assert set(index.page_states()) == written
-    assert all(index.is_current(p) for p in batches[0] + batches[1])
+    assert all(index.are_current(batches[0] + batches[1]))
     assert not any(t.name.startswith("index-ahead") for t in threading.enumerate())

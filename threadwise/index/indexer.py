@@ -110,8 +110,8 @@ def extract_batch(
     if any, stays). An empty page is indexed empty; a page beyond `limits` up to them (see `_limited`)."""
     outcomes: list[bool | PageFailure] = [False] * len(pages)
     todo: list[tuple[int, Page, list[Evidence]]] = []
-    for i, page in enumerate(pages):
-        if index.is_current(page):
+    for i, (page, current) in enumerate(zip(pages, index.are_current(pages), strict=True)):
+        if current:
             continue
         try:
             todo.append((i, page, _limited(page, extract, limits or PageLimits(), capped)))

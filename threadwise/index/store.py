@@ -144,9 +144,11 @@ class EvidenceIndex:
         return self.manifest.spaces()
 
     # ----- writing -----
-    def is_current(self, page: Page) -> bool:
-        """The page is indexed at this version and content (one row read, not the whole manifest)."""
-        return self._current(page, self.manifest.versions_of([page.id]))
+    def are_current(self, pages: Sequence[Page]) -> list[bool]:
+        """Per page, whether it is indexed at this version and content (one lookup by key for them all, not
+        the whole manifest)."""
+        versions = self.manifest.versions_of([p.id for p in pages])
+        return [self._current(p, versions) for p in pages]
 
     @staticmethod
     def _current(page: Page, versions: dict[str, tuple[int, str]]) -> bool:
