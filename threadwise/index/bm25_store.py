@@ -137,10 +137,11 @@ class BM25Store:
         if not terms:
             return []
         scores = self.scores(terms)
-        wanted = set(self.spaces if spaces is None else spaces)
-        codes = [i for i, s in enumerate(self.spaces) if s in wanted]
-        if len(codes) < len(self.spaces):  # a scope listing every space filters nothing
-            scores[~np.isin(self._docs.space_codes, codes)] = 0
+        if spaces is not None:
+            wanted = set(spaces)
+            codes = [i for i, s in enumerate(self.spaces) if s in wanted]
+            if len(codes) < len(self.spaces):  # a scope listing every space filters nothing
+                scores[~np.isin(self._docs.space_codes, codes)] = 0
         if hidden_pages:  # few: the restricted pages the asker may not read
             slots = self._slots_of_pages()
             for page in hidden_pages:

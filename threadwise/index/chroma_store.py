@@ -32,9 +32,8 @@ _CLIENTS = threading.Lock()
 # vectors indexed twice could rank differently past the first few (the graph depends on insertion order) and
 # move a dev-split question. At 500 the dense ranking is near-exact (bench/hnsw_search.py: recall and cost).
 EF_SEARCH = 500
-Row = tuple[
-    str, float, str | None, dict[str, Any]
-]  # a query's row: id, cosine similarity, document, metadata
+# a query's row: id, cosine similarity, document, metadata
+Row = tuple[str, float, str | None, dict[str, Any]]
 
 
 def row_id(evidence: Evidence, page_hash: str) -> str:
