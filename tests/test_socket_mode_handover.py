@@ -90,7 +90,14 @@ def test_socket_mode_keeps_each_event_before_acknowledging_it(
 ) -> None:
     store = claim_store(database_url)
     kept_when_acknowledged: list[dict[str, Any] | None] = []
-    endpoint.on_ack = lambda envelope: kept_when_acknowledged.append(_kept(store, "EvSOCKET1"))
+    # the answer's post waits for the ack to be seen, so the handling cannot finish first on a busy machine
+    answered = slack.hold("chat.postMessage")
+
+    def on_ack(envelope: str) -> None:
+        kept_when_acknowledged.append(_kept(store, "EvSOCKET1"))
+        answered.set()
+
+    endpoint.on_ack = on_ack
     world = build_world(tmp_path, index=index, database_url=database_url, replica=Replica("replica-a"))
     ts = "1700000500.000001"
     with socket_replica(world, slack, endpoint) as run:
