@@ -148,11 +148,7 @@ class EvidenceIndex:
         """Per page, whether it is indexed at this version and content (one lookup by key for them all, not
         the whole manifest)."""
         versions = self.manifest.versions_of([p.id for p in pages])
-        return [self._current(p, versions) for p in pages]
-
-    @staticmethod
-    def _current(page: Page, versions: dict[str, tuple[int, str]]) -> bool:
-        return versions.get(page.id) == (page.version, page.content_hash)
+        return [versions.get(p.id) == (p.version, p.content_hash) for p in pages]
 
     def put_page(self, page: Page, evidences: Sequence[Evidence]) -> bool:
         """Replace the page's evidence atomically. Returns False, embedding nothing, when it is unchanged."""
@@ -171,8 +167,7 @@ class EvidenceIndex:
     ) -> PreparedPages:
         """The first half of `put_pages`, which writes nothing: which pages changed, and their vectors. It may
         run in another thread while `write_pages` writes the batch before (`indexer.IndexPipeline`)."""
-        versions = self.manifest.versions_of([p.id for p, _ in items])
-        written = [not self._current(p, versions) for p, _ in items]
+        written = [not current for current in self.are_current([p for p, _ in items])]
         todo = [item for item, w in zip(items, written, strict=True) if w]
         return PreparedPages(
             todo, self.vectors_of([e for _, evs in todo for e in evs], counts=counts), written
