@@ -137,23 +137,23 @@ class IndexManifest:
 
     def count(self, space: str | None = None) -> int:
         """Number of evidences of the indexed pages (one aggregate, not every row)."""
-        query = select(func.coalesce(func.sum(_PAGES.c.evidence_count), 0)).where(self._mine(_PAGES))
-        if space is not None:
-            query = query.where(_PAGES.c.space == space)
         with self.engine.connect() as conn:
-            return int(conn.execute(query).scalar_one())
+            return self._evidences(conn, *([] if space is None else [_PAGES.c.space == space]))
 
     def count_of_pages(self, page_ids: Iterable[str]) -> int:
-        """Number of evidences of these pages, of those indexed (aggregates over chunks of ids)."""
+        """Number of evidences of these pages, of those indexed (one aggregate per chunk of ids)."""
         ids = list(dict.fromkeys(page_ids))
-        total = 0
         with self.engine.connect() as conn:
-            for start in range(0, len(ids), _CHUNK):
-                query = select(func.coalesce(func.sum(_PAGES.c.evidence_count), 0)).where(
-                    self._mine(_PAGES), _PAGES.c.page_id.in_(ids[start : start + _CHUNK])
-                )
-                total += int(conn.execute(query).scalar_one())
-        return total
+            return sum(
+                self._evidences(conn, _PAGES.c.page_id.in_(ids[start : start + _CHUNK]))
+                for start in range(0, len(ids), _CHUNK)
+            )
+
+    def _evidences(self, conn: Any, *conditions: Any) -> int:
+        query = select(func.coalesce(func.sum(_PAGES.c.evidence_count), 0)).where(
+            self._mine(_PAGES), *conditions
+        )
+        return int(conn.execute(query).scalar_one())
 
     def spaces(self) -> list[str]:
         query = select(_PAGES.c.space).distinct().where(self._mine(_PAGES)).order_by(_PAGES.c.space)
