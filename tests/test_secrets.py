@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import subprocess
@@ -46,3 +47,69 @@ def test_doctor_never_prints_the_password_in_confluence_url(tmp_path: Path) -> N
     )
     assert "Confluence" in done.stdout
     assert "hunter2" not in done.stdout + done.stderr
+
+
+def test_a_password_in_confluence_url_reaches_no_output_store_or_admin_view(tmp_path: Path) -> None:
+    """CONFLUENCE_URL=http://user:secret@host and a Confluence that keeps failing: `sync` prints the failure,
+    the run history stores it, and `status`, the App Home and the admin commands show it, all without the
+    password (the connector's message is made clean; the store redacts again)."""
+    from tests.support.cli import threadwise_cli
+    from tests.support.fake_confluence import FakeConfluence
+    from tests.support.fake_confluence_pages import tree_wiki
+    from tests.support.sync_env import make_env
+    from threadwise.bot.admin_commands import AdminCommands
+    from threadwise.bot.home import home_view
+    from threadwise.bot.teams_admin import TeamsAdmins, make_commands, run_command
+    from threadwise.connectors.scope import SpaceScope
+
+    secret = "hunter2-s3cret"
+    data = tmp_path / "data"
+    fake = FakeConfluence(pages=tree_wiki(), context_path="/confluence", users={"admin": secret})
+    with fake:
+        url = fake.url.replace("http://", f"http://admin:{secret}@")
+        env = {
+            k: v for k, v in os.environ.items() if not k.startswith(("THREADWISE_", "CONFLUENCE_", "SLACK_"))
+        }
+        env |= {
+            "THREADWISE_DATA_DIR": str(data),
+            "THREADWISE_EMBEDDER": "hashing",
+            "CONFLUENCE_URL": url,
+            "CONFLUENCE_PERSONAL_TOKEN": "pat-secret",
+        }
+        added = threadwise_cli(env, "spaces", "add", "DOCS")
+        assert added.returncode == 0, added.stderr
+        fake.faults.retry_after = "0"  # 429 with Retry-After 0: the retries are spent at once
+        fake.faults.next_statuses = [429] * 6
+        synced = threadwise_cli(env, "sync", "DOCS")
+        status = threadwise_cli(env, "status", "--json")
+        # the same through the sync service, with Confluence answering 500
+        service = make_env(data, url, backoff_s=0.0, max_retries=2)
+        fake.faults.next_statuses = [500] * 3
+        report = service.syncer.sync(SpaceScope.of("DOCS"))
+
+    assert synced.returncode == 1
+    assert "kept failing" in synced.stdout + synced.stderr
+    assert "admin:***@127.0.0.1" in synced.stdout + synced.stderr  # which Confluence, without the password
+    assert report.status == "failed" and "HTTP 500" in report.error and secret not in report.error
+    runs = json.loads(status.stdout)[0]["last_run"]
+    assert runs["status"] == "failed" and "kept failing" in runs["error"]
+    shown = [synced.stdout, synced.stderr, status.stdout, status.stderr, threadwise_cli(env, "status").stdout]
+    shown.append((data / "threadwise.sqlite").read_bytes().decode("latin-1"))
+    spaces, folders = service.admin.status(), service.admin.folder_status()
+    assert spaces[0].last_run is not None and "HTTP 500" in spaces[0].last_run.error
+    shown.append(json.dumps(home_view(spaces=spaces, folders=folders, is_admin=True, feedback={})))
+    replies: list[str] = []
+    slack = AdminCommands(admin=service.admin, is_admin=TeamsAdmins(["U1"]))
+    for command in ("status", "spaces"):
+        slack.run(command, user="U1", channel="C1", reply=replies.append)
+        run_command(
+            make_commands(service.admin, ["aad-1"]),
+            command,
+            user="aad-1",
+            channel="19:c",
+            reply=replies.append,
+            feedback=dict,
+        )
+    assert any("kept failing" in r for r in replies)
+    for text in [*shown, *replies]:
+        assert secret not in text

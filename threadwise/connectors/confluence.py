@@ -22,6 +22,7 @@ from threadwise.connectors.confluence_rest import (
     ConfluenceConfigError,
     ConfluenceError,
     ConfluenceNotFound,
+    ConfluenceReplyError,
     ConfluenceSettings,
     ConfluenceUnavailableError,
     RestSession,
@@ -64,7 +65,7 @@ class ConfluenceClient:
         self._cloud_spaces: dict[str, SpaceInfo] = {}  # key -> space, and id -> space (Cloud needs the id)
 
     def __repr__(self) -> str:
-        return f"ConfluenceClient({self.settings.base_url!r}, cloud={self.settings.is_cloud})"
+        return f"ConfluenceClient({self.settings.shown_url!r}, cloud={self.settings.is_cloud})"
 
     def close(self) -> None:
         self._rest.close()
@@ -197,7 +198,7 @@ class ConfluenceClient:
             return self._v2_page(r, space, ancestors) if cloud else self._v1_page(r, space)
         except ConfluenceNotFound:
             return PageFailure(page_id=page_id, title="", reason=PAGE_NOT_FOUND)
-        except ConfluenceUnavailableError as e:
+        except (ConfluenceUnavailableError, ConfluenceReplyError) as e:
             return PageFailure(page_id=page_id, title="", reason=str(e))
         except (KeyError, TypeError, ValueError, AttributeError) as e:
             return PageFailure(page_id=page_id, title="", reason=f"unexpected reply from Confluence: {e!r}")
@@ -241,7 +242,7 @@ class ConfluenceClient:
 
     def _web_url(self, r: dict[str, Any]) -> str:
         links = r.get("_links", {})
-        base = links.get("base") or self.settings.base_url
+        base = links.get("base") or self.settings.web_base
         return base.rstrip("/") + (links.get("webui") or f"/pages/viewpage.action?pageId={r['id']}")
 
 

@@ -21,6 +21,7 @@ from urllib.parse import urlparse
 import requests
 
 from threadwise.errors import ConfigError, ThreadwiseError
+from threadwise.redact import redact_credentials
 from threadwise.settings import env_flag
 
 log = logging.getLogger(__name__)
@@ -51,6 +52,10 @@ class ConfluenceNotFound(ConfluenceError):
     """404 for one object (a page, a space)."""
 
 
+class ConfluenceReplyError(ConfluenceError):
+    """A reply that is not what Confluence sends (not JSON: a proxy's or a login page, say)."""
+
+
 @dataclass(frozen=True)
 class ConfluenceSettings:
     """Where Confluence is and how to sign in. Cloud: username + API token; Data Center: a personal token."""
@@ -70,12 +75,13 @@ class ConfluenceSettings:
     def __post_init__(self) -> None:
         if not self.url.startswith(("http://", "https://")):
             raise ConfluenceConfigError(
-                f"CONFLUENCE_URL must start with http:// or https:// (got {self.url!r})"
+                f"CONFLUENCE_URL must start with http:// or https:// (got {redact_credentials(self.url)!r})"
             )
         if not self.personal_token and not (self.username and self.api_token):
             raise ConfluenceConfigError(
-                f"Confluence credentials missing for CONFLUENCE_URL={self.url}: set CONFLUENCE_USERNAME and "
-                "CONFLUENCE_API_TOKEN (Cloud) or CONFLUENCE_PERSONAL_TOKEN (Server/Data Center)"
+                f"Confluence credentials missing for CONFLUENCE_URL={redact_credentials(self.url)}: set "
+                "CONFLUENCE_USERNAME and CONFLUENCE_API_TOKEN (Cloud) or CONFLUENCE_PERSONAL_TOKEN (Server/Data "
+                "Center)"
             )
 
     @property
@@ -92,6 +98,18 @@ class ConfluenceSettings:
         if self.is_cloud and not url.endswith("/wiki"):
             url += "/wiki"
         return url
+
+    @property
+    def shown_url(self) -> str:
+        """`base_url` as messages show it: a password inside the URL replaced by *** (messages are printed,
+        stored with sync runs and shown in `status`, the App Home and admin replies)."""
+        return redact_credentials(self.base_url)
+
+    @property
+    def web_base(self) -> str:
+        """`base_url` without any user name or password in it: the base of the web links people follow."""
+        parts = urlparse(self.base_url)
+        return parts._replace(netloc=parts.netloc.rpartition("@")[2]).geturl()
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> ConfluenceSettings | None:
@@ -159,7 +177,7 @@ class RestSession:
                 reply = self.get_json(url, query, what=what, space=space)
             except ConfluenceNotFound:
                 raise ConfluenceError(
-                    f"Confluence answered 404 for {what}: check CONFLUENCE_URL ({self.settings.base_url}), "
+                    f"Confluence answered 404 for {what}: check CONFLUENCE_URL ({self.settings.shown_url}), "
                     "including its context path"
                 ) from None
             results = reply.get("results", [])
@@ -180,21 +198,31 @@ class RestSession:
             return f"{base.scheme}://{base.netloc}{link}"
         return self.settings.base_url + "/" + link.lstrip("/")
 
-    def get_json(self, path: str, params: dict[str, Any], *, what: str, space: str = "") -> Any:
-        """GET `path` (below the base URL, or absolute) and decode it; raises a ConfluenceError subclass."""
+    def post_json(self, path: str, body: dict[str, Any], *, what: str, space: str = "") -> Any:
+        """POST a JSON body that only reads (Data Center's JSON-RPC), retried like `get_json`."""
+        return self.get_json(path, {}, what=what, space=space, body=body)
+
+    def get_json(
+        self, path: str, params: dict[str, Any], *, what: str, space: str = "", body: Any = None
+    ) -> Any:
+        """GET `path` (below the base URL, or absolute) and decode it; raises a ConfluenceError subclass.
+        `body`: POST it as JSON instead (a read through JSON-RPC)."""
         s = self.settings
         absolute = bool(urlparse(path).scheme)
         connect_deadline = time.monotonic() + s.connect_timeout
         for attempt in range(s.max_retries + 1):
             try:
-                resp = self._api.get(path, params=params or None, absolute=absolute, advanced_mode=True)
+                if body is not None:
+                    resp = self._api.post(path, json=body, absolute=absolute, advanced_mode=True)
+                else:
+                    resp = self._api.get(path, params=params or None, absolute=absolute, advanced_mode=True)
             except requests.ConnectionError as e:
                 if _never_connected(e):
                     # nobody answers at that address: retried only until the connect timeout is spent
                     left = connect_deadline - time.monotonic()
                     if left <= 0 or attempt == s.max_retries:
                         raise ConfluenceUnavailableError(
-                            f"cannot connect to Confluence at {s.base_url} ({_reason(e)}): check CONFLUENCE_URL "
+                            f"cannot connect to Confluence at {s.shown_url} ({_reason(e)}): check CONFLUENCE_URL "
                             "and that the server is up and reachable from here"
                         ) from None
                     time.sleep(min(s.backoff_s * 2**attempt, left))
@@ -205,7 +233,7 @@ class RestSession:
             else:
                 status = resp.status_code
                 if status < 400:
-                    return resp.json()
+                    return _json(resp, what)
                 if status in (401, 403):
                     raise ConfluenceAccessError(_access_message(status, what, space))
                 if status == 404:
@@ -228,8 +256,19 @@ class RestSession:
             )
             time.sleep(wait)
         raise ConfluenceUnavailableError(
-            f"Confluence at {s.base_url} kept failing for {what} ({problem}, {s.max_retries} retries)"
+            f"Confluence at {s.shown_url} kept failing for {what} ({problem}, {s.max_retries} retries)"
         )
+
+
+def _json(resp: requests.Response, what: str) -> Any:
+    try:
+        return resp.json()
+    except ValueError:
+        kind = resp.headers.get("Content-Type", "no content type")
+        raise ConfluenceReplyError(
+            f"Confluence answered the request for {what} with something other than JSON (HTTP "
+            f"{resp.status_code}, {kind}): check CONFLUENCE_URL and any proxy or single sign-on in front of it"
+        ) from None
 
 
 def _never_connected(err: requests.ConnectionError) -> bool:

@@ -13,6 +13,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from threadwise.core.types import PageFailure, RestrictedPage
 from threadwise.db.sync_tables import SpaceSyncStateRow, SyncedPageRow, SyncRunRow, as_utc, utcnow
+from threadwise.redact import redact_credentials
 
 INTERRUPTED = "the process stopped before this run finished (killed or crashed)"
 FOLDER_TRIGGER = "index"  # a run of `threadwise index --docs`; its space is the folder's path
@@ -130,15 +131,19 @@ class SyncStore:
         failures: Sequence[PageFailure] = (),
         error: str | None = None,
     ) -> float:
-        """Close a run; returns its duration in seconds."""
+        """Close a run; returns its duration in seconds. The error and reasons are stored with credentials in
+        URLs redacted (the connector's messages are clean already; an unexpected exception's may not be)."""
         with self.sessions() as s, s.begin():
             row = s.get_one(SyncRunRow, run_id)
             row.finished_at = utcnow()
             row.duration_s = (row.finished_at - (as_utc(row.started_at) or row.finished_at)).total_seconds()
-            row.status, row.error = status, error
+            row.status, row.error = status, redact_credentials(error) if error else error
             row.pages, row.added, row.updated = counts.pages, counts.added, counts.updated
             row.deleted, row.unchanged, row.failed = counts.deleted, counts.unchanged, counts.failed
-            row.failures = [{"page_id": f.page_id, "title": f.title, "reason": f.reason} for f in failures]
+            row.failures = [
+                {"page_id": f.page_id, "title": f.title, "reason": redact_credentials(f.reason)}
+                for f in failures
+            ]
             return row.duration_s
 
     def runs(self, space: str | None = None, *, limit: int = 20) -> list[SyncRunRow]:
