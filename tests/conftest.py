@@ -4,12 +4,15 @@ the bots' wiki index and world (Slack and Teams tests alike), and the offline ha
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
 from tests.support.servers import RunningServer, ServerUnavailable, chroma_server, postgres_server
+from tests.support.shared_fakes import SHARED_FAKES_MISSING
+from tests.support.shared_fakes import load as load_shared_fake
 from tests.support.slack_world import World, build_index, build_world
 from threadwise.index.store import EvidenceIndex
 
@@ -73,3 +76,12 @@ def world(tmp_path: Path, index: EvidenceIndex) -> World:
 def hashing_embedder(monkeypatch: pytest.MonkeyPatch) -> None:
     """Commands built from the environment embed with the hashing embedder (no model to load)."""
     monkeypatch.setenv("THREADWISE_EMBEDDER", "hashing")
+
+
+@pytest.fixture(scope="session")
+def shared_fakes() -> Callable[[str], ModuleType]:
+    """`shared_fakes("fake_slack")`: one of the independent vendor fakes in ../shared/fakes (skipped, with the
+    reason, in a clone that lacks them)."""
+    if SHARED_FAKES_MISSING:
+        pytest.skip(SHARED_FAKES_MISSING)
+    return load_shared_fake
