@@ -1,10 +1,13 @@
 """Users, groups and space permissions of the local Confluence (Data Center and Cloud shapes).
 
-Data Center (REST v1): users have a username and a user key; groups are known by name.
-  GET {ctx}/rest/api/space/{key}/permissions          a list of SpacePermission (operation, anonymousAccess,
-                                                      subjects user/group)
+Data Center (REST v1): users have a username and a user key; groups are known by name; no reply of
+`rest/api/...` carries an e-mail address (tests/fixtures/confluence_dc/SOURCES.md says where each shape is from).
+  GET {ctx}/rest/api/space/{key}/permissions          DC 9.1+: a flat list of {operation {targetType,
+                                                      operationKey}, subject {type group+name | user+userKey |
+                                                      anonymous}, spaceKey, spaceId}
   GET {ctx}/rest/api/group/{name}/member              the group's users, paged (no e-mail in the entries)
-  GET {ctx}/rest/api/user?key=                        one user, with `email`
+  GET {ctx}/rest/api/user?key=|username=              one user, without e-mail
+  GET {ctx}/rest/mobile/1.0/profile/{username}        the mobile profile: where Data Center shows the e-mail
 Cloud: users have account ids only; groups are known by id.
   GET {ctx}/api/v2/spaces/{id}/permissions            cursor paged; principal {type user|group|anonymous, id},
                                                       operation {key, targetType}
@@ -101,7 +104,12 @@ class People:
             key = unquote(path.split("/")[4])
             if key not in fake.spaces():
                 return 404, {"message": f"No space with key : {key}"}
-            return self._failing(f"space:{key}") or (200, self._v1_grant(key))
+            return self._failing(f"space:{key}") or (200, self._dc_grant(key))
+        if not cloud and path.startswith("/rest/mobile/1.0/profile/"):
+            user = self.users.get(unquote(path.rsplit("/", 1)[1]))
+            if user is None:
+                return 404, {"message": "No user found"}
+            return 200, self._mobile_profile(user)
         if path.startswith("/rest/api/group/") and path.endswith("/membersByGroupId" if cloud else "/member"):
             ident = unquote(path.split("/")[4])
             name = ident.removeprefix("grp-") if cloud else ident
@@ -112,8 +120,10 @@ class People:
         if path == "/rest/api/user":
             wanted = query.get("accountId" if cloud else "key", "")
             for u in self.users.values():
-                if wanted in (u.account_id if cloud else u.key,):
-                    return 200, self.user_json(u.username, cloud=cloud, with_email=True)
+                if wanted in (u.account_id if cloud else u.key,) or (
+                    not cloud and query.get("username") == u.username
+                ):
+                    return 200, self.user_json(u.username, cloud=cloud, with_email=cloud)
             return 404, {"message": f"No user {wanted}"}
         return None
 
@@ -121,18 +131,38 @@ class People:
         status = self.statuses.get(what)
         return (status, {"statusCode": status, "message": "Not permitted"}) if status else None
 
-    def _v1_grant(self, space: str) -> list[dict[str, Any]]:
+    def _dc_grant(self, space: str) -> list[dict[str, Any]]:
+        """DC 9.1+'s flat list: one row per subject and operation; users by userKey only (CONFSERVER-100505)."""
         g = self.grant(space)
-        subjects = {
-            "user": {
-                "results": [self.user_json(u, cloud=False, with_email=False) for u in g.users],
-                "size": len(g.users),
-            },
-            "group": {"results": [self.group_json(n, cloud=False) for n in g.groups], "size": len(g.groups)},
+        subjects: list[dict[str, Any]] = [{"type": "group", "name": n} for n in g.groups]
+        subjects += [{"type": "user", "userKey": FakeUser(u, "").key} for u in g.users]
+        subjects += [{"type": "anonymous"}] if g.anonymous else []
+        sid = sum(map(ord, space))
+        row = {"spaceKey": space, "spaceId": sid}
+        rows = [
+            {"operation": {"targetType": "space", "operationKey": "read"}, "subject": s, **row}
+            for s in subjects
+        ]
+        # who may create pages is not who may view: a grant the reader must skip
+        rows.append(
+            {
+                "operation": {"targetType": "page", "operationKey": "create"},
+                "subject": {"type": "group", "name": EVERYONE},
+                **row,
+            }
+        )
+        return rows
+
+    def _mobile_profile(self, user: FakeUser) -> dict[str, Any]:
+        return {
+            "userName": user.username,
+            "fullName": user.username.title(),
+            "email": user.email,
+            "url": f"/display/~{user.username}",
+            "avatarUrl": "/images/icons/profilepics/default.svg",
+            "anonymous": False,
+            "unknownUser": False,
         }
-        read = {"operation": {"operation": "read", "targetType": "space"}, "anonymousAccess": g.anonymous}
-        edit = {"operation": {"operation": "create", "targetType": "page"}, "anonymousAccess": False}
-        return [{**read, "subjects": subjects}, {**edit, "subjects": subjects}]
 
     def _v2_grant(self, space: str) -> list[dict[str, Any]]:
         g = self.grant(space)

@@ -3,14 +3,16 @@ permissions, group members and users' e-mail addresses. Data Center (REST v1) an
 
 - A page's own read restriction: `rest/api/content/{id}/restriction/byOperation/read` (v1 on both; Cloud still
   serves it). Empty user and group lists mean "no restriction of its own: it inherits", never "nobody".
-- Space view permissions: Data Center `rest/api/space/{key}/permissions` (a list of permissions: operation
-  read/space, `anonymousAccess`, subjects users and groups); Cloud `api/v2/spaces/{id}/permissions` (cursor
-  paged; a principal of type user, group or anonymous, and an operation key `read`, target `space`).
+- Space view permissions: Data Center `rest/api/space/{key}/permissions` (9.1+; a flat list of operation and
+  subject rows), else JSON-RPC `getSpacePermissionSets` (see confluence_dc_people.py); Cloud
+  `api/v2/spaces/{id}/permissions` (cursor paged; a principal of type user, group or anonymous, and an
+  operation key `read`, target `space`).
 - Group members: Data Center `rest/api/group/{name}/member` (groups are known by name); Cloud
   `rest/api/group/{groupId}/membersByGroupId` (groups are known by id, users by account id, no usernames).
-- A user's e-mail: from the member or restriction entries when they carry `email`, else `rest/api/user` with
-  `key=` (Data Center) or `accountId=` (Cloud). Cloud hides e-mail addresses by users' privacy settings:
-  such a user cannot be mapped to a chat user, and is reported.
+- A user's e-mail: from the member or restriction entries when they carry `email`; else on Data Center the
+  mobile profile or JSON-RPC `getUserByKey` (its `rest/api/user` never shows one), on Cloud
+  `rest/api/user?accountId=`. Cloud hides e-mail addresses by users' privacy settings: such a user is
+  reported, and can be mapped only by the admin's file (threadwise/permissions/email_map.py).
 Any read that fails (403 for a token that lacks the right, 500, a reply that cannot be read) is a value with
 its reason: the caller treats the page or space as restricted/not viewable, never as open.
 """
@@ -23,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote
 
+from threadwise.connectors.confluence_dc_people import DataCenterPeople
 from threadwise.connectors.confluence_rest import ConfluenceError, RestSession
 from threadwise.core.types import PageRef
 
@@ -122,6 +125,7 @@ class PermissionReader:
     def __init__(self, *, rest: RestSession, cloud: bool) -> None:
         self.rest = rest
         self.cloud = cloud
+        self.dc = DataCenterPeople(rest=rest)
 
     # ----- restrictions -----
     def read_levels(
@@ -187,22 +191,11 @@ class PermissionReader:
             return SpaceViewers(space, error=f"space permissions came back unreadable ({e!r})")
 
     def _dc_viewers(self, space: str, directory: Directory) -> SpaceViewers:
-        rows = self.rest.get_json(
-            f"rest/api/space/{quote(space)}/permissions",
-            {},
-            what=f"the permissions of space {space}",
-            space=space,
-        )
-        anonymous, users, groups = False, [], []
-        for p in rows if isinstance(rows, list) else rows.get("results", []):
-            op = p.get("operation") or {}
-            if op.get("operation") != "read" or op.get("targetType") != "space":
-                continue
-            anonymous = anonymous or bool(p.get("anonymousAccess"))
-            subjects = p.get("subjects") or {}
-            users += [directory.user(u) for u in _results(subjects.get("user"))]
-            groups += [directory.group(g, cloud=False) for g in _results(subjects.get("group"))]
-        return SpaceViewers(space, anonymous, _ids(users), _ids(groups))
+        grants = self.dc.space_grants(space)
+        users = [directory.user({"userKey": key}) for key in grants.user_keys]
+        users += [directory.user(self.dc.user_by_name(name)) for name in grants.usernames]
+        groups = [directory.group({"name": name}, cloud=False) for name in grants.groups]
+        return SpaceViewers(space, grants.anonymous, _ids(users), _ids(groups))
 
     def _cloud_viewers(self, space: str, space_id: str, directory: Directory) -> SpaceViewers:
         rows = self.rest.paged(
@@ -255,13 +248,18 @@ class PermissionReader:
             if (known is not None and known.email) or uid in directory.looked_up:
                 continue
             directory.looked_up.add(uid)
-            params = {"accountId": uid} if self.cloud else {"key": uid}
             try:
-                entry = self.rest.get_json("rest/api/user", params, what=f"user {uid}")
-            except ConfluenceError:
+                if self.cloud:
+                    entry = self.rest.get_json("rest/api/user", {"accountId": uid}, what=f"user {uid}")
+                    if isinstance(entry, dict):
+                        directory.user({**entry, "accountId": uid})
+                    continue
+                if known is None or not known.username:
+                    directory.user(self.dc.user_by_key(uid))
+                username = directory.users[uid].username if uid in directory.users else ""
+                directory.user({"userKey": uid, "email": self.dc.email(uid, username)})
+            except (ConfluenceError, ValueError, AttributeError):
                 continue  # stays without e-mail: unmapped, and reported as such
-            if isinstance(entry, dict):
-                directory.user({**entry, "userKey": uid} if not self.cloud else {**entry, "accountId": uid})
 
 
 def _results(block: Any) -> list[dict[str, Any]]:
