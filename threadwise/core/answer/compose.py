@@ -8,8 +8,8 @@
 - What is left of the word budget goes to the chosen unit's neighbours in its evidence, nearest first.
 - A row that records a failure, chosen for a question that does not ask about failures, is put after a row
   of the same thing (same first cell, same table) that did not fail, and is labelled as a failure.
-- A row of another page that gives the same thing (same first cell) a different value in one of its columns
-  is introduced with "Another source says otherwise:".
+- A row of another page that gives the same thing a different value in one of its columns is introduced
+  with "Another source says otherwise", with both pages' dates (conflicts.py says when rows disagree).
 - A quote from a page in another language than the question's says which language it is in.
 """
 
@@ -19,6 +19,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from threadwise.core.answer.conflicts import disagreement_note, disagrees
 from threadwise.core.answer.spans import Span, candidate_spans, clip, render_cells
 from threadwise.core.language import evidence_is_german
 from threadwise.core.retrieve.tokenize import tokenize
@@ -200,25 +201,23 @@ def qualify_failures(
     return out
 
 
-def disagrees(span: Span, other: Span) -> bool:
-    """Two rows about the same thing (same first cell) that give one column different values."""
-    if not span.cells or not other.cells or span.cells[0] != other.cells[0]:
-        return False
-    mine = dict(span.cells)
-    return any(h and h in mine and mine[h] != v for h, v in other.cells[1:])
-
-
 def mark_disagreements(
     pieces: Sequence[Piece], evidences: Sequence[Evidence], *, german: bool
 ) -> list[Piece]:
     """A row of another page that says something else about the same thing than a row already quoted is
-    introduced as such."""
-    note = "Eine andere Quelle sagt dazu anderes:" if german else "Another source says otherwise:"
+    introduced as such, with both pages' dates when they are known (conflicts.py)."""
     out: list[Piece] = []
     for piece in pieces:
         page = evidences[piece.span.source].page_id
-        differs = any(evidences[p.span.source].page_id != page and disagrees(p.span, piece.span) for p in out)
-        out.append(Piece(piece.span, note) if differs and not piece.note else piece)
+        earlier = next(
+            (p for p in out if evidences[p.span.source].page_id != page and disagrees(p.span, piece.span)),
+            None,
+        )
+        if earlier is None or piece.note:
+            out.append(piece)
+            continue
+        note = disagreement_note(evidences[piece.span.source], evidences[earlier.span.source], german=german)
+        out.append(Piece(piece.span, note))
     return out
 
 

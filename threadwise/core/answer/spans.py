@@ -26,6 +26,7 @@ class Span:
     text: str  # what the answer shows
     cells: tuple[tuple[str, str], ...] = ()  # for a table row: all its (header, value) pairs
     own: str = ""  # a nested list item without its parent's text ("" when the same as `text`)
+    page_title: str = ""  # its page's title: tells a row of another meeting from a disagreeing one
 
     @property
     def is_intro(self) -> bool:
@@ -93,7 +94,7 @@ def candidate_spans(evidence: Evidence, source: int, *, max_words: int) -> list[
     """Split one evidence into the spans the answer may quote."""
     if evidence.kind == "row" and evidence.cells:
         cells = tuple((h.strip(), v.strip()) for h, v in evidence.cells if v.strip())
-        return [Span(source, 0, render_cells(cells), cells)] if cells else []
+        return [Span(source, 0, render_cells(cells), cells, page_title=evidence.page_title)] if cells else []
     if evidence.kind == "list":
         pieces: list[tuple[str, str]] = []
         for text, own in list_items(evidence.text):
@@ -109,7 +110,9 @@ def candidate_spans(evidence: Evidence, source: int, *, max_words: int) -> list[
         for i, line in enumerate(lines):
             cells = verbalized_cells(line, headers)
             spans.append(
-                Span(source, i, render_cells(cells), cells) if cells else Span(source, i, line.strip())
+                Span(source, i, render_cells(cells), cells, page_title=evidence.page_title)
+                if cells
+                else Span(source, i, line.strip())
             )
         return spans
     else:
