@@ -230,7 +230,11 @@ def test_buttons_only_work_in_their_own_thread(run: Running) -> None:
             action={"type": "button", "action_id": "feedback", "block_id": f"turn:{value}:fb", "value": "up"},
         )
     run.bot.wait_idle()
-    assert run.slack.calls[before:] == []  # nothing posted, nothing opened, nothing voted
+    # nothing posted, opened or voted: the forged press and the unknown id are refused privately, the rest dropped
+    refusals = run.slack.calls[before:]
+    assert {c.method for c in refusals} == {"chat.postEphemeral"}
+    assert all(c.params["user"] == "U2" and "find that answer" in c.params["text"] for c in refusals)
+    assert [c.params["channel"] for c in refusals].count("CPUBLIC") == 1
     run.send.block_action(
         user="U2",
         channel="CPRIVATE",

@@ -340,7 +340,8 @@ def test_suggested_follow_ups_are_buttons_that_ask_in_the_thread(
             root, answer = ask_in_channel(run)
             conversation = thread_of(root)
             asks = [a for a in card_of(answer)["actions"] if a["verb"] == "ask"]
-            assert [a["data"]["question"] for a in asks][1] == "Where do I return my old laptop?"
+            assert asks[1]["title"] == "💬 Where do I return my old laptop?"
+            assert asks[1]["data"] == {"turn_id": explain_action(answer)["data"]["turn_id"], "follow_up": 2}
             message_id = sent_id(run, answer)
             press = run.send.card_action(
                 "ask", asks[1]["data"], message_id=message_id, conversation=conversation

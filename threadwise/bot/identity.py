@@ -14,6 +14,8 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 
+from threadwise.pressed import NOT_YOURS as NOT_YOURS  # a refused press (re-exported for the front ends)
+
 log = logging.getLogger(__name__)
 
 DEFAULT_TTL_MINUTES = 15.0
@@ -26,10 +28,6 @@ WITHHELD_HINT = "Some pages only you can read might answer this — ask me in a 
 WITHHELD_HINT_TEAMS = (
     "Some pages only you can read might answer what you just asked in a shared conversation — ask me here, "
     "in our personal chat."
-)
-NOT_YOURS = (
-    "Sorry, this answer comes from Confluence pages you can't read (or that can't be shown here), "
-    "so I can't show you more of it."
 )
 
 

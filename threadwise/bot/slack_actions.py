@@ -5,6 +5,9 @@
 - 👍/👎 (`feedback`, values up/down): stored per user and turn (a new vote replaces the old); 👎 opens the
   optional "what was wrong?" modal.
 - Behind the scenes (overflow `more`), Read the full answer, Try again, suggested follow-ups.
+
+Every button that names an answer goes through `threadwise.pressed`: the answer must be this thread's and the
+presser allowed to see it, else they are told so privately (an ephemeral message) and nothing else happens.
 """
 
 from __future__ import annotations
@@ -20,12 +23,12 @@ from slack_bolt import App
 
 from threadwise.bot import blocks
 from threadwise.bot.admin_commands import HELP, AdminCommands, is_instant
-from threadwise.bot.identity import NOT_YOURS
 from threadwise.bot.question import PLATFORM, Question
 from threadwise.bot.slack_identity import is_direct_message
 from threadwise.bot.slack_messenger import SlackMessenger
 from threadwise.conversations import ConversationService, TurnView
 from threadwise.db.conversations import ThreadKey
+from threadwise.pressed import pressed_turn, suggested
 from threadwise.trace_render import render_trace
 
 log = logging.getLogger(__name__)
@@ -101,30 +104,25 @@ class _Where:
 _notice = blocks.notice_message
 
 
-_MAX_ID = 2**63 - 1  # SQLite's INTEGER: a larger id is no answer of ours (and must not reach the database)
-
-
-def _turn_id(value: Any) -> int | None:
-    text = str(value).rsplit(":", 1)[-1]
-    if not text.isdigit() or len(text) > 19:
+def _turn_here(bot: ActionContext, where: _Where, value: Any) -> TurnView | None:
+    """The answer a press names (`value`: "42", "trace:42" or "turn:42:…") if it was given in the thread the
+    button was pressed in and the presser may see it (`pressed_turn`), else None: the presser is told why,
+    privately, and nothing of that answer is shown."""
+    if not where.complete:
+        log.info("ignored a press that does not say where it happened")
         return None
-    number = int(text)
-    return number if 0 < number <= _MAX_ID else None
-
-
-def _turn_here(bot: ActionContext, where: _Where, turn_id: int | None) -> TurnView | None:
-    """The turn `turn_id` if it belongs to the thread the button was pressed in, else None: a press sent as
-    from another channel must not show (or post there) an answer of a private one. Someone who may not read
-    the turn's sources (here) is told so privately and gets None too."""
-    if turn_id is None or not where.complete:
-        return None
+    number = str(value).removeprefix("turn:").removeprefix("trace:").split(":", 1)[0]
     key = ThreadKey(PLATFORM, where.team, where.channel, str(where.thread_ts))
-    turn = bot.conversations.turn_in(turn_id, key)
-    if turn is not None and not bot.may_see(where.user, where.channel, turn):
-        log.info("%s may not see more of answer %s: refused privately", where.user, turn_id)
-        bot.messenger.ephemeral(where.channel, where.user, where.thread_ts, _notice(NOT_YOURS))
-        return None
-    return turn
+    pressed = pressed_turn(
+        bot.conversations,
+        number,
+        key=key,
+        may_see=lambda turn: bot.may_see(where.user, where.channel, turn),
+        user=where.user,
+    )
+    if pressed.turn is None and pressed.refusal:
+        bot.messenger.ephemeral(where.channel, where.user, where.thread_ts, _notice(pressed.refusal))
+    return pressed.turn
 
 
 def _open(bot: ActionContext, where: _Where, view: dict[str, Any]) -> None:
@@ -144,9 +142,8 @@ def _open(bot: ActionContext, where: _Where, view: dict[str, Any]) -> None:
 def _explain(bot: ActionContext, ack: Any, body: dict[str, Any], action: dict[str, Any]) -> None:
     ack()
     where = _Where(body)
-    turn = _turn_here(bot, where, _turn_id(action.get("value")))
+    turn = _turn_here(bot, where, action.get("value"))
     if turn is None:
-        log.info("ignored an Explain press without a known answer in this thread: %.40s", action.get("value"))
         return
     _mark(bot, where, turn, "running")
 
@@ -180,10 +177,11 @@ def _feedback(bot: ActionContext, ack: Any, body: dict[str, Any], action: dict[s
     ack()
     where = _Where(body)
     vote = action.get("value")
-    block_turn = blocks.turn_id_of_block(str(action.get("block_id", "")))
-    turn = _turn_here(bot, where, _turn_id(block_turn)) if block_turn is not None else None
-    if vote not in ("up", "down") or turn is None:
-        log.info("ignored a feedback press without a vote or an answer in this thread: %.40s", vote)
+    if vote not in ("up", "down"):
+        log.info("ignored a feedback press without a vote: %.40r", vote)
+        return
+    turn = _turn_here(bot, where, action.get("block_id"))
+    if turn is None:
         return
     turn_id = turn.turn_id
     if vote == "down":  # the modal first: its trigger expires after 3 s
@@ -200,15 +198,21 @@ def _feedback(bot: ActionContext, ack: Any, body: dict[str, Any], action: dict[s
 def _feedback_comment(bot: ActionContext, ack: Any, body: dict[str, Any], view: dict[str, Any]) -> None:
     ack()
     try:
-        turn_id = int(json.loads(view.get("private_metadata") or "{}")["turn_id"])
+        metadata = json.loads(view.get("private_metadata") or "{}")
+        turn_id, channel, thread_ts = metadata["turn_id"], metadata["channel"], metadata["thread_ts"]
     except (ValueError, KeyError, TypeError):
-        log.info("ignored a feedback form without its answer id")
+        log.info("ignored a feedback form without its answer")
         return
     values = (view.get("state") or {}).get("values") or {}
     text = ((values.get(blocks.COMMENT_BLOCK) or {}).get(blocks.COMMENT_INPUT) or {}).get("value") or ""
-    user = str((body.get("user") or {}).get("id", ""))
-    if text.strip() and user:
-        bot.conversations.comment(turn_id, user, text.strip())
+    if not text.strip():
+        return
+    # where the 👎 was pressed, as the form remembers it: the comment goes through the same check as the vote
+    pressed = {"channel": {"id": channel}, "container": {"message_ts": thread_ts, "thread_ts": thread_ts}}
+    where = _Where({**body, **pressed})
+    turn = _turn_here(bot, where, turn_id)
+    if turn is not None:
+        bot.conversations.comment(turn.turn_id, where.user, text.strip())
 
 
 # -- the overflow menu, the full answer, retries, follow-ups ----------------------------------------------
@@ -218,9 +222,11 @@ def _more(bot: ActionContext, ack: Any, body: dict[str, Any], action: dict[str, 
     ack()
     where = _Where(body)
     value = str((action.get("selected_option") or {}).get("value", ""))
-    turn = _turn_here(bot, where, _turn_id(value)) if value.startswith("trace:") else None
+    if not value.startswith("trace:"):
+        log.info("ignored an unknown option of the answer's menu: %.40r", value)
+        return
+    turn = _turn_here(bot, where, value)
     if turn is None:
-        log.info("ignored a Behind the scenes press without an answer in this thread")
         return
     turn_id = turn.turn_id
     try:
@@ -236,7 +242,7 @@ def _more(bot: ActionContext, ack: Any, body: dict[str, Any], action: dict[str, 
 def _full_answer(bot: ActionContext, ack: Any, body: dict[str, Any], action: dict[str, Any]) -> None:
     ack()
     where = _Where(body)
-    turn = _turn_here(bot, where, _turn_id(action.get("value")))
+    turn = _turn_here(bot, where, action.get("value"))
     if turn is not None:
         _open(bot, where, blocks.full_answer_modal(turn))
 
@@ -245,7 +251,7 @@ def _retry(bot: ActionContext, ack: Any, body: dict[str, Any], action: dict[str,
     """Ask a failed question again, in place of the failure message."""
     ack()
     where = _Where(body)
-    turn = _turn_here(bot, where, _turn_id(action.get("value")))
+    turn = _turn_here(bot, where, action.get("value"))
     if turn is None:
         return
     question = Question(
@@ -260,11 +266,17 @@ def _retry(bot: ActionContext, ack: Any, body: dict[str, Any], action: dict[str,
 
 
 def _follow_up(bot: ActionContext, ack: Any, body: dict[str, Any], action: dict[str, Any]) -> None:
-    """A suggested follow-up, asked in the thread in the name of the user who pressed it (once per message)."""
+    """A suggested follow-up of this thread's answer, asked in the thread in the name of the user who pressed
+    it (once per message). The question is the one stored with the answer, not what the press carries."""
     ack()
     where = _Where(body)
-    text = str(action.get("value") or "").strip()
-    if not text or not where.complete:
+    turn = _turn_here(bot, where, action.get("block_id"))
+    if turn is None:
+        return
+    number = str(action.get("action_id", "")).removeprefix(f"{blocks.FOLLOW_UP}_")
+    text = suggested(turn, number, shown=blocks.MAX_FOLLOW_UPS)
+    if text is None:
+        log.info("ignored a press of follow-up %.8r, which answer %s does not suggest", number, turn.turn_id)
         return
     claim = f"{where.team}:{where.channel}:{where.message_ts}:{action.get('action_id')}"
     if not bot.claim(claim):

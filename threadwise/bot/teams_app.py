@@ -9,6 +9,9 @@ part and leave the slow work to a bounded pool of answer workers, which send thr
 In a channel the bot answers when mentioned, and follow-ups without a mention in threads it answered in (the
 app package asks for the resource-specific consent that delivers them); in a group chat when mentioned; in a
 personal chat always. Explain is an Adaptive Card `Action.Execute`; 👍/👎 are Teams' native feedback buttons.
+Every press that names an answer (Explain, Try again, a suggested follow-up, a vote) goes through
+`threadwise.pressed`: the answer must be this conversation's and the presser allowed to see it, else only
+they are told so (the invoke's answer; a vote's refusal in their personal chat).
 Redelivered activities (the same id) find their claim taken in the database and are dropped. A question's
 claim keeps its conversation reference: if this replica dies before answering, another one answers it
 proactively (teams_handover).
@@ -29,7 +32,7 @@ from fastapi.responses import PlainTextResponse
 from microsoft_teams.api.activities.typing import TypingActivityInput
 
 from threadwise.bot import teams_cards as cards
-from threadwise.bot.identity import NOT_YOURS, WITHHELD_HINT_TEAMS, EmailDirectory
+from threadwise.bot.identity import WITHHELD_HINT_TEAMS, EmailDirectory
 from threadwise.bot.pool import Activity, TrackedPool
 from threadwise.bot.teams_activity import (
     PLATFORM,
@@ -49,6 +52,7 @@ from threadwise.bot.teams_settings import TeamsSettings
 from threadwise.conversations import ConversationService, TurnView
 from threadwise.db.claims import Claim
 from threadwise.permissions import Asker
+from threadwise.pressed import NOT_HERE, Pressed, pressed_turn, suggested
 from threadwise.sync.admin import AdminService
 
 with warnings.catch_warnings():  # the SDK announces its preview features at import
@@ -165,6 +169,16 @@ class TeamsBot:
         """Whether whoever pressed a button in `place` may be shown more of the stored answer `turn`."""
         return self.conversations.may_see(turn, self.asker(place))
 
+    def pressed(self, place: Place, value: object) -> Pressed:
+        """The answer a press in `place` names, if it is this conversation's and the presser may see it."""
+        return pressed_turn(
+            self.conversations,
+            value,
+            key=place.key,
+            may_see=lambda turn: self.may_see(place, turn),
+            user=place.user,
+        )
+
     def claim(self, key: str, resume: dict[str, Any] | None = None) -> str | None:
         """The claim's key the first time an activity is seen (in any process sharing the database), then
         None. `resume`: the question, kept for another replica to answer should this one die."""
@@ -256,25 +270,23 @@ class TeamsBot:
     # -- Explain ------------------------------------------------------------------------------------------
 
     async def on_card_action(self, ctx: Any) -> Any:
-        """Explain, a suggested follow-up, or Try again; the invoke's answer shows to the person who pressed."""
+        """Explain, a suggested follow-up, or Try again, on an answer of this conversation the presser may see;
+        the invoke's answer (a refusal too) shows to the person who pressed only."""
         action = ctx.activity.value.action
         data = action.data if isinstance(action.data, dict) else {}
-        if action.verb == cards.ASK and isinstance(data.get("question"), str) and data["question"].strip():
-            return await self._ask_pressed(ctx.activity, data["question"].strip())
-        if action.verb not in (cards.EXPLAIN, cards.RETRY):
+        if action.verb not in (cards.EXPLAIN, cards.RETRY, cards.ASK):
             log.info("ignored card action %r", action.verb)
             return cards.message_response("This button does nothing any more.")
-        try:
-            turn_id = int(data.get("turn_id"))  # type: ignore[arg-type]
-        except (TypeError, ValueError):
-            return cards.message_response("This button does not name an answer.")
-        turn = await asyncio.to_thread(self.conversations.get_turn, turn_id)
-        if turn is None:
-            return cards.message_response("I can't find this answer any more.")
         place = place_of(ctx.activity)
-        if not await asyncio.to_thread(self.may_see, place, turn):
-            log.info("%s may not see more of answer %s: refused privately", place.user, turn_id)
-            return cards.message_response(NOT_YOURS)  # an invoke's answer shows to the presser only
+        pressed = await asyncio.to_thread(self.pressed, place, data.get("turn_id"))
+        if pressed.turn is None:
+            return cards.message_response(pressed.refusal or "This button does not name an answer.")
+        turn, turn_id = pressed.turn, pressed.turn.turn_id
+        if action.verb == cards.ASK:
+            question = suggested(turn, data.get("follow_up"), shown=cards.MAX_FOLLOW_UPS)
+            if question is None:
+                return cards.message_response("This button does not name a question I suggested.")
+            return await self._ask_pressed(ctx.activity, question)
         if action.verb == cards.RETRY:
             return await self._ask_pressed(ctx.activity, turn.question, claim=f"retry:{turn_id}")
         message_id = str(ctx.activity.reply_to_id or "")
@@ -305,10 +317,12 @@ class TeamsBot:
         return cards.message_response(f"Asking: {question}")
 
     def _explain(self, place: Place, turn_id: int, message_id: str) -> None:
+        """Post the explanation; mark Explain done on the answer's own message (no other message is updated)."""
         view = self.conversations.explain(turn_id)
         self.messenger.send(place, cards.explanation_activity(view))
         turn = self.conversations.get_turn(turn_id)
-        if turn is not None and message_id and not view.error:
+        own = bool(message_id) and self.conversations.turn_for_message(place.key, message_id) == turn_id
+        if turn is not None and own and not view.error:
             answer = cards.answer_activity(turn, explain_state="done")
             answer.id = message_id
             self.messenger.send(place, answer)
@@ -323,15 +337,12 @@ class TeamsBot:
         place = place_of(activity)
         ref = str(activity.reply_to_id or "")
         turn_id = await asyncio.to_thread(self.conversations.turn_for_message, place.key, ref)
-        if turn_id is None:
-            log.info("feedback on message %s, which is not an answer I know", ref)
+        pressed = await asyncio.to_thread(self.pressed, place, turn_id)
+        if pressed.turn is None:  # the invoke's answer shows nothing: the refusal goes to the personal chat
+            refusal = pressed.refusal or NOT_HERE
+            self.submit(lambda: self.messenger.tell_privately(place, refusal), "refusing a vote")
             return {"status": 200}
-        turn = await asyncio.to_thread(self.conversations.get_turn, turn_id)
-        if turn is None or not await asyncio.to_thread(self.may_see, place, turn):
-            log.info("%s may not vote on answer %s: refused privately", place.user, turn_id)
-            self.submit(lambda: self.messenger.tell_privately(place, NOT_YOURS), "refusing a vote")
-            return {"status": 200}
-        await asyncio.to_thread(self.conversations.vote, turn_id, place.user, vote, comment)
+        await asyncio.to_thread(self.conversations.vote, pressed.turn.turn_id, place.user, vote, comment)
         return {"status": 200}
 
     async def on_conversation_update(self, ctx: ActivityContext[Any]) -> None:

@@ -137,7 +137,10 @@ def answer_card(turn: TurnView, *, explain_state: str = "ready", note: str = "")
         actions.append(
             _execute(title, EXPLAIN, {"turn_id": turn.turn_id}, isEnabled=explain_state != "running")
         )
-    actions += [_execute("💬 " + _cut(q, 60), ASK, {"question": q}) for q in turn.follow_ups[:MAX_FOLLOW_UPS]]
+    actions += [  # a press names the answer and which of its questions: the question is read from the store
+        _execute("💬 " + _cut(q, 60), ASK, {"turn_id": turn.turn_id, "follow_up": n})
+        for n, q in enumerate(turn.follow_ups[:MAX_FOLLOW_UPS], start=1)
+    ]
     return _card(body or [_text_block("No sources.", isSubtle=True, size="Small")], actions)
 
 
