@@ -2,11 +2,13 @@
 
 Every request is held to limits before Bolt sees it, in this order: headers within `header_timeout`
 (a half-sent request is answered 408 and closed, never kept open), a body of at most `max_body` bytes (413)
-read within `body_timeout` (408), the Slack signature and its age checked on the raw bytes (401 when missing,
+read within `body_timeout` (408, and the connection closed), the Slack signature and its age checked on the raw bytes (401 when missing,
 wrong or older than 5 minutes), only then the body parsed (400 when it is not a JSON object or a form with
 a JSON-object payload). A signed interaction or slash command is handled once: its signature is claimed in
 the database, so a replayed request is acknowledged and dropped. Bolt's dispatch runs in a thread pool;
-anything it raises is answered 500 and logged in one line, never as a traceback to the client.
+anything it raises is answered 500 and logged in one line, never as a traceback to the client. Past
+`max_connections` the oldest connection still sending (or idle) is closed to make room (`http_connections`),
+so clients that send half a request and wait cannot keep Slack out.
 `GET /healthz` says "starting" (503) until the models and the index are loaded, then "ok" (200).
 """
 
@@ -26,8 +28,8 @@ from urllib.parse import parse_qs
 import uvicorn
 from slack_bolt import BoltRequest, BoltResponse
 from slack_sdk.signature import SignatureVerifier
-from uvicorn.protocols.http.h11_impl import H11Protocol
 
+from threadwise.bot.http_connections import limited_protocol
 from threadwise.bot.question import PLATFORM
 from threadwise.bot.slack_app import SlackBot
 from threadwise.bot.slack_handover import keep_received
@@ -45,7 +47,7 @@ class HttpLimits:
     max_body: int = 1_000_000  # Slack's payloads are far smaller
     header_timeout: float = 10.0
     body_timeout: float = 10.0
-    max_connections: int = 256  # more at once are answered 503 by uvicorn
+    max_connections: int = 256  # past it the oldest slow or idle connection is closed (503 when none is)
     dispatch_threads: int = 16
 
 
@@ -74,8 +76,9 @@ class SlackAsgiApp:
             return
         try:
             status, text, headers = await self._handle(scope, receive)
-        except _Refused as refused:
-            status, text, headers = refused.status, refused.text, {}
+        except _Refused as refused:  # a body not read to its end: the connection cannot serve another request
+            status, text = refused.status, refused.text
+            headers = {"connection": "close"} if status in (408, 413) else {}
         except Exception as err:  # our own mistake: say so without a traceback to anyone
             log.error("HTTP request failed: %s", type(err).__name__)
             status, text, headers = 500, "internal error", {}
@@ -190,12 +193,14 @@ def _well_formed(body: str, content_type: str) -> bool:
     return False
 
 
-_OBJECTS = ("team", "user", "channel", "container", "message", "view", "enterprise", "authorizations")
+_OBJECTS = ("team", "user", "channel", "container", "message", "view", "enterprise")
 
 
 def _shape_ok(body: dict[str, Any]) -> bool:
     """The parts Bolt reads before any listener runs have the shape Slack gives them (a signed request can
-    still carry `"event": null` or `"actions": []`, which trip Bolt itself)."""
+    still carry `"event": null` or `"actions": []`, which trip Bolt itself). Slack sends null for what an
+    ordinary workspace lacks (`"enterprise": null`; `"team": null` in an org-wide install's payloads), and Bolt
+    reads those as absent; a number or a string where Slack puts an object is refused."""
     kind = body.get("type")
     if kind == "event_callback":
         event = body.get("event")
@@ -207,7 +212,12 @@ def _shape_ok(body: dict[str, Any]) -> bool:
             return False
     if kind in ("view_submission", "view_closed") and not isinstance(body.get("view"), dict):
         return False
-    return all(isinstance(body[k], dict | list) for k in _OBJECTS if k in body)
+    authorizations = body.get("authorizations")
+    if authorizations is not None and not (
+        isinstance(authorizations, list) and all(isinstance(a, dict) for a in authorizations)
+    ):
+        return False
+    return all(body[k] is None or isinstance(body[k], dict) for k in _OBJECTS if k in body)
 
 
 async def _respond(send: Send, status: int, text: str, headers: dict[str, Any]) -> None:
@@ -234,50 +244,6 @@ async def _lifespan(receive: Receive, send: Send) -> None:
             return
 
 
-def _protocol_with_header_timeout(header_timeout: float) -> type[H11Protocol]:
-    """uvicorn's HTTP/1.1 protocol, plus a deadline for a request's headers (uvicorn has none: a client that
-    sends half a request would hold its connection open for ever)."""
-
-    class Protocol(H11Protocol):
-        _header_timer: asyncio.TimerHandle | None = None
-
-        def connection_made(self, transport: Any) -> None:
-            super().connection_made(transport)
-            self._arm()
-
-        def _arm(self) -> None:
-            self._disarm()
-            self._header_timer = self.loop.call_later(header_timeout, self._too_slow)
-
-        def _disarm(self) -> None:
-            if self._header_timer is not None:
-                self._header_timer.cancel()
-                self._header_timer = None
-
-        def data_received(self, data: bytes) -> None:
-            super().data_received(data)
-            if self.cycle is not None and not self.cycle.response_complete:
-                self._disarm()  # the headers are in: the app's body timeout takes over
-
-        def on_response_complete(self) -> None:
-            super().on_response_complete()
-            self._arm()
-
-        def connection_lost(self, exc: Exception | None) -> None:
-            self._disarm()
-            super().connection_lost(exc)
-
-        def _too_slow(self) -> None:
-            if self.transport.is_closing() or (self.cycle is not None and not self.cycle.response_complete):
-                return
-            self.transport.write(
-                b"HTTP/1.1 408 Request Timeout\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
-            )
-            self.transport.close()
-
-    return Protocol
-
-
 class HttpServer:
     """uvicorn serving `SlackAsgiApp` in a thread: `start()`, `stop()`, `port` (0 picks a free port)."""
 
@@ -298,12 +264,14 @@ class HttpServer:
         self.port = int(self._socket.getsockname()[1])
         config = uvicorn.Config(
             self.app,
-            http=_protocol_with_header_timeout(self.limits.header_timeout),
+            http=limited_protocol(
+                header_timeout=self.limits.header_timeout, max_connections=self.limits.max_connections
+            ),
             lifespan="off",
             log_level="warning",
             access_log=False,
             timeout_keep_alive=5,
-            limit_concurrency=self.limits.max_connections,
+            limit_concurrency=None,  # the protocol keeps the limit, shedding slow clients first
             h11_max_incomplete_event_size=16 * 1024,  # request line and headers
             server_header=False,
         )
