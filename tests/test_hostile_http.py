@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from tests.support.fake_slack import FakeSlack
-from tests.support.slack_events import SlackSender, find_action
+from tests.support.slack_events import SlackSender, event_body, find_action
 from tests.support.slack_world import Running, World, build_index, build_world, running_bot
 from threadwise.bot.http_server import HttpLimits
 from threadwise.core.types import Page
@@ -191,7 +191,13 @@ def test_other_workspaces_apps_and_organisations(run: Running) -> None:
         assert sender.event(event).status == 200
     run.bot.wait_idle()
     assert run.slack.bot_messages("C9", "") == [] and not run.slack.calls_to("chat.postMessage")
-    ts = mention(run, "<@UBOT> how do I request a new laptop?", channel="C8", user_team="TCONNECT")
+    ts = new_ts()  # a Slack Connect channel: a user of another organisation asks
+    event = {"type": "app_mention", "user": "U1", "text": "<@UBOT> laptop?", "ts": ts, "channel": "C8"}
+    connect = event_body({**event, "user_team": "TCONNECT"}, team="TCONNECT") | {
+        "authorizations": [{"team_id": "T0TEAM", "user_id": "UBOT", "is_bot": True}],
+        "is_ext_shared_channel": True,
+    }
+    assert run.send.raw_event_body(connect).status == 200
     refusal = run.slack.wait_for(lambda: run.slack.calls_to("chat.postMessage"))[0]
     assert (
         refusal.params["thread_ts"] == ts

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,6 +34,7 @@ class Question:
     ts: str = ""  # the question message's own ts ("" for a question asked by a button)
     user_team: str = ""  # the asker's own workspace when Slack says (Slack Connect: another organisation's)
     private: bool = False  # a direct message with the bot: nobody else sees the answer
+    external: bool = False  # the asker belongs to another organisation (Slack Connect) and is not let in
 
     @property
     def key(self) -> ThreadKey:
@@ -44,7 +46,7 @@ def question_of(body: dict[str, Any], event: dict[str, Any], context: Any) -> Qu
     channel, user, ts = event.get("channel"), event.get("user"), event.get("ts")
     if not (isinstance(channel, str) and isinstance(user, str) and isinstance(ts, str)):
         return None
-    team = body.get("team_id") or event.get("team") or context.team_id or ""
+    team = _installed_team(body) or body.get("team_id") or event.get("team") or context.team_id or ""
     text = plain_question(str(event.get("text") or ""), bot_user_id=context.bot_user_id or "")
     return Question(
         team=team,
@@ -58,12 +60,44 @@ def question_of(body: dict[str, Any], event: dict[str, Any], context: Any) -> Qu
     )
 
 
-def refusal_of(question: Question, *, external: bool, max_chars: int) -> str | None:
-    """Why `question` is not answered (politely), or None. `external`: the asker is of another organisation
-    and not let in."""
+def installed_in(body: dict[str, Any]) -> set[str]:
+    """The workspace and organisation the app is installed in that this event was delivered for: Slack names
+    them in the envelope's `authorizations` (in a Slack Connect channel the envelope's own `team_id` can be
+    the other organisation's)."""
+    first = _authorization(body)
+    return {v for v in (first.get("team_id"), first.get("enterprise_id")) if isinstance(v, str) and v}
+
+
+def of_another_organisation(body: dict[str, Any], event: dict[str, Any], *, home: Collection[str]) -> bool:
+    """True when the author of `event` belongs to another organisation than the installation (`home`: the
+    configured or learned team and enterprise ids, plus what the envelope's `authorizations` name).
+
+    The author's team is the event's `user_team` (a workspace `T…`, or an organisation `E…` in an app_mention
+    from an Enterprise Grid), else its `team`. A channel shared only inside one Enterprise Grid organisation
+    has `is_ext_shared_channel: false` though its members' teams differ: those are the same organisation.
+    Without a known author team or a known home, nobody is called external."""
+    homes = {h for h in home if h} | installed_in(body)
+    author = next((t for t in (event.get("user_team"), event.get("team")) if isinstance(t, str) and t), "")
+    if not (homes and author) or author in homes:
+        return False
+    return body.get("is_ext_shared_channel") is not False
+
+
+def _authorization(body: dict[str, Any]) -> dict[str, Any]:
+    auths = body.get("authorizations")
+    return auths[0] if isinstance(auths, list) and auths and isinstance(auths[0], dict) else {}
+
+
+def _installed_team(body: dict[str, Any]) -> str:
+    team = _authorization(body).get("team_id")
+    return team if isinstance(team, str) else ""
+
+
+def refusal_of(question: Question, *, max_chars: int) -> str | None:
+    """Why `question` is not answered (politely), or None."""
     if not question.text:
         return EMPTY_QUESTION
-    if external:
+    if question.external:
         return EXTERNAL
     if len(question.text) > max_chars:
         return TOO_LONG.format(length=len(question.text), limit=max_chars)

@@ -82,11 +82,12 @@ def serve(
 
 
 def _warm_up(bot: SlackBot, warm_up: Callable[[], None] | None) -> None:
-    """Load models and open the index before the first answer; then let the workers answer."""
+    """Learn the installed workspace (one quick auth.test, so a Slack Connect question that comes during the
+    warm-up is already judged against it), load models and open the index; then let the workers answer."""
     try:
+        bot.learn_installation()
         if warm_up is not None:
             warm_up()
-        bot.learn_installation()
     finally:
         bot.ready.set()
 

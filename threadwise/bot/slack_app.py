@@ -18,7 +18,7 @@ import threading
 import uuid
 from collections.abc import Callable
 from concurrent.futures import Future
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from typing import Any
 
 from slack_bolt import App
@@ -173,6 +173,7 @@ class SlackBot:
         if question is None:
             log.info("ignored an app_mention without channel, user or ts: %s", body.get("event_id"))
             return
+        question = replace(question, external=self.installation.external(body, event))
         self.start_answer(question, claim=f"{question.team}:{question.channel}:{event['ts']}")
 
     def _message(self, body: dict[str, Any], event: dict[str, Any], context: Any) -> None:
@@ -182,6 +183,7 @@ class SlackBot:
         question = question_of(body, event, context)
         if question is None or not question.text:  # e.g. a file shared without a word: not a question
             return
+        question = replace(question, external=self.installation.external(body, event))
         if event.get("channel_type") != "im":
             if not self.settings.follow_ups_without_mention or event.get("thread_ts") in (
                 None,
@@ -258,11 +260,9 @@ class SlackBot:
             return False
         claimed = f"{PLATFORM}:{claim}" if claim is not None else None
         submitted = False
-        refusal = refusal_of(
-            question,
-            external=self.installation.external(question.user_team),
-            max_chars=self.settings.max_question_chars,
-        ) or self.admission.reserve(question.user)
+        refusal = refusal_of(question, max_chars=self.settings.max_question_chars) or self.admission.reserve(
+            question.user
+        )
         try:
             if refusal is not None:
                 self.messenger.post(question.channel, question.thread_ts, blocks.notice_message(refusal))

@@ -11,19 +11,21 @@ from slack_bolt import BoltResponse
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 
+from threadwise.bot.question import installed_in, of_another_organisation
 from threadwise.bot.slack_messenger import why
 
 log = logging.getLogger(__name__)
 
 
 class Installation:
-    """The installed workspace (`team`) and app (`app`): configured, or learned at start."""
+    """The installed workspace (`team`), its Enterprise Grid organisation if any (`enterprise`) and app (`app`):
+    configured, or learned at start; each event also names its installation in `authorizations`."""
 
     def __init__(
         self, *, client: WebClient, team: str = "", app: str = "", allow_external_users: bool = False
     ):
         self.client = client
-        self.team, self.app = team, app
+        self.team, self.app, self.enterprise = team, app, ""
         self.allow_external_users = allow_external_users
 
     def learn(self) -> None:
@@ -32,6 +34,7 @@ class Installation:
         try:
             auth = self.client.auth_test()
             self.team = self.team or str(auth.get("team_id") or "")
+            self.enterprise = str(auth.get("enterprise_id") or "")
             if not self.app and auth.get("bot_id"):
                 bot = self.client.bots_info(bot=str(auth["bot_id"])).get("bot") or {}
                 self.app = str(bot.get("app_id") or "")
@@ -39,21 +42,26 @@ class Installation:
             log.warning("could not learn the installed workspace and app: %s", why(err))
 
     def only_this(self, body: dict[str, Any], next: Callable[[], None]) -> BoltResponse | None:
-        """Bolt middleware: requests of another workspace or app are acknowledged and dropped."""
+        """Bolt middleware: requests of another workspace or app are acknowledged and dropped. An event names
+        the installation it is delivered for in `authorizations` (a Slack Connect event's own `team_id` may be
+        the other organisation's); interactions and commands name the workspace in `team` / `team_id`."""
+        homes = installed_in(body)
         team = body.get("team_id") or (body["team"].get("id") if isinstance(body.get("team"), dict) else None)
         app = body.get("api_app_id")
-        if (self.team and team and team != self.team) or (self.app and app and app != self.app):
+        ours = (not self.team or not team or team == self.team) if not homes else self._ours(homes)
+        if not ours or (self.app and app and app != self.app):
             log.info("dropped a request of another workspace or app (%.20s, %.20s)", team, app)
             return BoltResponse(status=200, body="")
         next()
         return None
 
-    def external(self, user_team: Any) -> bool:
-        """True for a user of another organisation (Slack Connect) when they are not let in."""
-        return bool(
-            not self.allow_external_users
-            and self.team
-            and isinstance(user_team, str)
-            and user_team
-            and user_team != self.team
-        )
+    def _ours(self, homes: set[str]) -> bool:
+        known = {self.team, self.enterprise} - {""}
+        return not known or bool(known & homes)
+
+    def external(self, body: dict[str, Any], event: dict[str, Any]) -> bool:
+        """True for the author of `event` when they are of another organisation (Slack Connect) and not let
+        in (THREADWISE_SLACK_ALLOW_EXTERNAL_USERS)."""
+        if self.allow_external_users:
+            return False
+        return of_another_organisation(body, event, home=(self.team, self.enterprise))
