@@ -65,6 +65,7 @@ class FakeSlack:
     bot_user_id: str = "UBOT"
     bot_id: str = "BBOT"
     app_id: str = "A0APP"
+    enterprise_id: str = ""  # an Enterprise Grid organisation (auth.test names it); "" for a workspace
     users: dict[str, dict[str, Any]] = field(default_factory=dict)  # user id -> fields (is_admin, ...)
     scopes: frozenset[str] = BOT_SCOPES  # the bot token's scopes, sent as X-OAuth-Scopes like Slack does
     unsupported_blocks: frozenset[str] = frozenset()  # block types this "workspace" refuses (invalid_blocks)
@@ -245,6 +246,7 @@ class FakeSlack:
             "user_id": self.bot_user_id,
             "bot_id": self.bot_id,
             "is_enterprise_install": False,
+            **({"enterprise_id": self.enterprise_id} if self.enterprise_id else {}),
         }
 
     def _bots_info(self, params: dict[str, Any]) -> dict[str, Any]:

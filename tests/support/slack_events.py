@@ -25,16 +25,33 @@ def new_trigger_id() -> str:
     return f"{next(_triggers)}.4242.trigger"
 
 
-def event_body(event: dict[str, Any], *, team: str, event_id: str | None = None) -> dict[str, Any]:
-    """An Events API callback holding `event`, as Slack sends it over HTTP or inside a Socket Mode envelope."""
+def event_body(
+    event: dict[str, Any], *, team: str, event_id: str | None = None, bot_user: str = "UBOT"
+) -> dict[str, Any]:
+    """An Events API callback holding `event`, as Slack sends it over HTTP or inside a Socket Mode envelope: the
+    installation it is delivered for in `authorizations`, `is_ext_shared_channel` false (an ordinary workspace;
+    tests/fixtures/slack/ holds Slack's documented examples)."""
     return {
         "token": "legacy-verification-token",
         "team_id": team,
+        "context_team_id": team,
+        "context_enterprise_id": None,
         "api_app_id": "A0APP",
         "event": event,
         "type": "event_callback",
         "event_id": event_id or f"Ev{next(_event_ids):08d}",
         "event_time": int(time.time()),
+        "authorizations": [
+            {
+                "enterprise_id": None,
+                "team_id": team,
+                "user_id": bot_user,
+                "is_bot": True,
+                "is_enterprise_install": False,
+            }
+        ],
+        "is_ext_shared_channel": False,
+        "event_context": f"4-{next(_event_ids):012d}",
     }
 
 
@@ -105,12 +122,15 @@ class SlackSender:
         action: dict[str, Any],
         trigger_id: str | None = None,
     ) -> Reply:
-        payload = {
+        payload: dict[str, Any] = {
             "type": "block_actions",
             "team": {"id": self.team, "domain": "fake"},
-            "user": {"id": user, "team_id": self.team},
+            "user": {"id": user, "username": user.lower(), "name": user.lower(), "team_id": self.team},
             "api_app_id": self.api_app_id,
+            "token": "legacy-verification-token",
             "trigger_id": trigger_id or new_trigger_id(),
+            "enterprise": None,  # what Slack sends for an ordinary (not Enterprise Grid) workspace
+            "is_enterprise_install": False,
             "container": {
                 "type": "message",
                 "message_ts": message.get("ts"),
@@ -120,6 +140,8 @@ class SlackSender:
             },
             "channel": {"id": channel, "name": "general"},
             "message": message,
+            "state": {"values": {}},
+            "response_url": f"https://hooks.slack.com/actions/{self.team}/1/fake",
             "actions": [{"action_ts": str(time.time()), **action}],
         }
         return self.interaction(payload)
@@ -128,10 +150,14 @@ class SlackSender:
         payload = {
             "type": "view_submission",
             "team": {"id": self.team, "domain": "fake"},
-            "user": {"id": user, "team_id": self.team},
+            "user": {"id": user, "username": user.lower(), "name": user.lower(), "team_id": self.team},
             "api_app_id": self.api_app_id,
+            "token": "legacy-verification-token",
             "trigger_id": new_trigger_id(),
-            "view": {**view, "id": "V1", "state": {"values": values}},
+            "view": {**view, "id": "V1", "team_id": self.team, "state": {"values": values}},
+            "response_urls": [],
+            "is_enterprise_install": False,
+            "enterprise": None,
         }
         return self.interaction(payload)
 
@@ -151,6 +177,7 @@ class SlackSender:
             "command": name,
             "text": text,
             "api_app_id": self.api_app_id,
+            "is_enterprise_install": "false",
             "response_url": response_url,
             "trigger_id": new_trigger_id(),
         }
