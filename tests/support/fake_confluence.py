@@ -10,9 +10,13 @@ Serves what atlassian-python-api and our client use, in the JSON shapes the Conf
   users, groups and space permissions: see fake_confluence_people.py
   GET {ctx}/rest/api/content/search?cql=      CQL subset: space = / space in (..), type = page,
                                               lastmodified >= "yyyy/MM/dd HH:mm", label in (..), ancestor = ID
-and, with flavor="cloud", Cloud's API v2 (cursor paging; v1 reads other than CQL search and restrictions, which
-Cloud still serves only in v1, answer 410 Gone):
-  GET {ctx}/api/v2/spaces?keys=   GET {ctx}/api/v2/spaces/{id}[/pages]   GET {ctx}/api/v2/pages/{id}
+and, with flavor="cloud", Cloud's API v2 (fake_confluence_v2.py: cursor paging, folders, ancestors, archived
+pages; v1 reads other than CQL search and restrictions, which Cloud still serves only in v1, answer 410 Gone):
+  GET {ctx}/api/v2/spaces?keys=   GET {ctx}/api/v2/spaces/{id}[/pages]   GET {ctx}/api/v2/pages/{id}[/ancestors]
+  GET {ctx}/api/v2/folders/{id}[/ancestors]
+Pages may be archived (`archive_page`: v1 lists and serves current pages unless `status` asks, v2 current and
+archived), and on Cloud be folders (`FakePage(kind="folder")`: never in a page listing; their own restrictions
+read as empty, CONFCLOUD-82920).
 `{ctx}` is an optional context path (`/confluence`, `/wiki`); `_links.next` is relative to it, as on a real
 server. Auth: Basic (user + API token) and Bearer (personal access token). Switchable faults (`Faults`), and
 pages can be edited, renamed, moved, relabelled, restricted, added and deleted between runs.
@@ -46,6 +50,7 @@ from urllib.parse import parse_qs, urlencode, urlparse
 
 from tests.support.fake_confluence_pages import FakePage, cql_matches, load_pages, tree_wiki
 from tests.support.fake_confluence_people import People
+from tests.support.fake_confluence_v2 import answer_v2
 
 __all__ = ["FakeConfluence", "FakePage", "Faults", "load_pages", "tree_wiki"]
 
@@ -175,6 +180,11 @@ class FakeConfluence:
             page.last_modified = datetime.now(UTC)
             self.pages[page.id] = page
 
+    def archive_page(self, page_id: str) -> None:
+        """Archived pages keep their version; listings that ask for current pages no longer show them."""
+        with self._lock:
+            self.pages[page_id].status = "archived"
+
     def delete_page(self, page_id: str) -> None:
         with self._lock:
             del self.pages[page_id]
@@ -221,8 +231,8 @@ class FakeConfluence:
     def content_json(self, page: FakePage, expand: set[str]) -> dict[str, Any]:
         r: dict[str, Any] = {
             "id": page.id,
-            "type": "page",
-            "status": "current",
+            "type": page.kind,
+            "status": page.status,
             "title": page.title,
             "_links": {
                 "webui": self.webui(page),
@@ -252,8 +262,10 @@ class FakeConfluence:
         """`GET .../restriction/byOperation/read` as Confluence answers it: users and groups named in the
         page's own read restriction; both lists empty when it has none (it inherits, it is not "nobody")."""
         cloud = self.flavor == "cloud"  # Cloud names users by account id only, and groups carry their id
-        users = [self.people.user_json(u, cloud=cloud, with_email=False) for u in page.read_users]
-        groups = [self.people.group_json(g, cloud=cloud) for g in page.read_groups]
+        # a folder's own restrictions never show here (CONFCLOUD-82920): empty, as for a page that inherits
+        shown = page.kind == "page"
+        users = [self.people.user_json(u, cloud=cloud, with_email=False) for u in page.read_users if shown]
+        groups = [self.people.group_json(g, cloud=cloud) for g in page.read_groups if shown]
         self_link = f"{self.url}/rest/api/content/{page.id}/restriction/byOperation/read"
         return {
             "operation": "read",
@@ -275,12 +287,12 @@ class FakeConfluence:
         return {"results": chunk, "start": start, "limit": limit, "size": len(chunk), "_links": links}
 
     def cql_matches(self, cql: str) -> list[FakePage]:
-        return cql_matches(
-            self._sorted_pages(), cql, ancestors=self.ancestors, user_utc_offset=self.user_utc_offset
-        )
+        current = [p for p in self.sorted_pages(kind="page") if p.status == "current"]
+        return cql_matches(current, cql, ancestors=self.ancestors, user_utc_offset=self.user_utc_offset)
 
-    def _sorted_pages(self) -> list[FakePage]:
-        return sorted(self.pages.values(), key=lambda p: p.id)
+    def sorted_pages(self, *, kind: str | None = None) -> list[FakePage]:
+        """Every page (and folder) by id; `kind`: only those."""
+        return sorted((p for p in self.pages.values() if kind in (None, p.kind)), key=lambda p: p.id)
 
     # ----- the request pipeline -----
     def authorized(self, header: str) -> bool:
@@ -311,7 +323,7 @@ class FakeConfluence:
                 return people
             if self.flavor == "cloud":
                 if path.startswith("/api/v2/"):
-                    return self._answer_v2(path, query)
+                    return answer_v2(self, path, query)
                 if path != "/rest/api/content/search" and not path.endswith("/restriction/byOperation/read"):
                     return 410, _error(410, "This deprecated endpoint has been removed (use API v2)")
             elif path.startswith("/api/v2/"):
@@ -336,7 +348,12 @@ class FakeConfluence:
             space = query.get("spaceKey", "")
             if space in self.faults.forbidden_spaces:
                 return 403, _error(403, f"No permission to view space {space}")
-            pages = [p for p in self._sorted_pages() if (not space or p.space == space)]
+            statuses = set(query.get("status", "current").split(","))  # DC: current unless asked
+            pages = [
+                p
+                for p in self.sorted_pages(kind="page")
+                if (not space or p.space == space) and p.status in statuses
+            ]
             if query.get("type", "page") != "page":
                 pages = []
             return 200, self.paged(path, query, [self.content_json(p, expand) for p in pages])
@@ -360,6 +377,8 @@ class FakeConfluence:
         m = re.fullmatch(r"/rest/api/content/([^/]+)", path)
         if m:
             page = self.pages.get(m.group(1))
+            if page is not None and page.status not in query.get("status", "current").split(","):
+                page = None
             if page is None:
                 return 404, _error(404, f"No content found with id: {m.group(1)}")
             if page.space in self.faults.forbidden_spaces:
@@ -372,40 +391,6 @@ class FakeConfluence:
     # ----- Cloud API v2 -----
     def space_id(self, key: str) -> str:
         return str(zlib.crc32(key.encode()) % 10**6)
-
-    def space_v2(self, key: str) -> dict[str, Any]:
-        return {
-            "id": self.space_id(key),
-            "key": key,
-            "name": self.space_names.get(key, key),
-            "type": "personal" if key.startswith("~") else "global",
-            "status": "current",
-            "_links": {"webui": f"/spaces/{key}"},
-        }
-
-    def page_v2(self, page: FakePage, query: dict[str, str], *, single: bool) -> dict[str, Any]:
-        r: dict[str, Any] = {
-            "id": page.id,
-            "status": "current",
-            "title": page.title,
-            "spaceId": self.space_id(page.space),
-            "parentId": page.parent_id,
-            "parentType": "page" if page.parent_id else None,
-            "version": {
-                "number": page.version,
-                "createdAt": page.last_modified.isoformat(),
-                "minorEdit": False,
-            },
-            "_links": {"webui": self.webui(page), "editui": f"/pages/resumedraft.action?draftId={page.id}"},
-        }
-        if query.get("body-format") == "storage":
-            r["body"] = {"storage": {"value": page.body, "representation": "storage"}}
-        if query.get("include-labels") == "true":
-            results = [{"id": str(i), "name": n, "prefix": "global"} for i, n in enumerate(page.labels)]
-            r["labels"] = {"results": results, "meta": {"hasMore": False}}
-        if single:
-            r["_links"]["base"] = self.base
-        return r
 
     def cursor_paged(self, path: str, query: dict[str, str], items: list[Any]) -> dict[str, Any]:
         """Cursor paging as on Cloud: `next` is relative to the site, context path included."""
@@ -420,34 +405,6 @@ class FakeConfluence:
                 f"{self.context_path}{path}?{urlencode({**rest, 'limit': limit, 'cursor': token})}"
             )
         return {"results": items[start : start + limit], "_links": links}
-
-    def _answer_v2(self, path: str, query: dict[str, str]) -> tuple[int, Any]:
-        ids = {self.space_id(k): k for k in self.spaces()}
-        if path == "/api/v2/spaces":
-            keys = [k for k in query.get("keys", "").split(",") if k] or self.spaces()
-            return 200, self.cursor_paged(path, query, [self.space_v2(k) for k in keys if k in self.spaces()])
-        m = re.fullmatch(r"/api/v2/spaces/([^/]+)(/pages)?", path)
-        if m:
-            key = ids.get(m.group(1))
-            if key is None:
-                return 404, _error(404, "Space not found")
-            if key in self.faults.forbidden_spaces:
-                return 403, _error(403, f"No permission to view space {key}")
-            if not m.group(2):
-                return 200, self.space_v2(key)
-            pages = [self.page_v2(p, query, single=False) for p in self._sorted_pages() if p.space == key]
-            return 200, self.cursor_paged(path, query, pages)
-        m = re.fullmatch(r"/api/v2/pages/([^/]+)", path)
-        if m:
-            page = self.pages.get(m.group(1))
-            if page is None:
-                return 404, _error(404, "Page not found")
-            if page.space in self.faults.forbidden_spaces:
-                return 403, _error(403, "No permission")
-            if page.id in self.faults.broken_pages:
-                return 500, _error(500, "Internal server error")
-            return 200, self.page_v2(page, query, single=True)
-        return 404, _error(404, f"null for uri: {path}")
 
 
 def _error(status: int, message: str) -> dict[str, Any]:

@@ -26,6 +26,8 @@ class FakePage:
     # the page's own read restriction (users by username, groups by name); both empty: none, it inherits
     read_users: list[str] = field(default_factory=list)
     read_groups: list[str] = field(default_factory=list)
+    status: str = "current"  # or "archived" (listed by Cloud v2 unless asked for current only), "draft"
+    kind: str = "page"  # or "folder" (Cloud): in the page tree, never in a page listing, without a body
 
 
 # ----- a small wiki for tests -----

@@ -2,8 +2,11 @@
 
 Data Center (and Server) speak REST API v1 under the context path: `/rest/api/space`, `/rest/api/content`
 with `expand`. Confluence Cloud has deprecated those v1 reads in favour of API v2, so on Cloud spaces, page
-listings and pages come from `/wiki/api/v2/...` (cursor paging; ancestors are derived from the listing's
-parent ids, since v2 pages carry no breadcrumb). CQL search exists only in v1 and serves both.
+listings and pages come from `/wiki/api/v2/...` (cursor paging). v2 pages carry no breadcrumb: ancestors come
+from the listing's parent ids, and where a parent is not a listed page (a folder, which the page listing never
+holds, or a whiteboard, database, embed) from that parent's `/ancestors` (folders and pages, top to bottom),
+so restrictions above a folder are seen. Only current pages are listed or fetched: archived ones are left
+out (Cloud lists current and archived by default). CQL search exists only in v1 and serves both.
 `Confluence(cloud=True)` in atlassian-python-api 5.0.5 is a different class without `get_page_by_id`; we do
 not depend on either class's helpers, only on the authenticated GETs of `RestSession`.
 """
@@ -15,6 +18,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+from threadwise.connectors.confluence_cloud_tree import CloudTree, refs_from_parents
 from threadwise.connectors.confluence_permissions import Directory, PermissionReader
 from threadwise.connectors.confluence_rest import (
     NOT_CONFIGURED,
@@ -31,6 +35,7 @@ from threadwise.core.types import Page, PageFailure, PageRef, RestrictedPage
 
 __all__ = [
     "NOT_CONFIGURED",
+    "PAGE_ARCHIVED",
     "PAGE_NOT_FOUND",
     "ConfluenceAccessError",
     "ConfluenceClient",
@@ -46,6 +51,7 @@ __all__ = [
 PAGE_NOT_FOUND = "not found (deleted, or no permission)"  # the reason of a PageFailure for a 404
 V1_PAGE_SIZE = 100  # Data Center caps v1 listings at 100 (or less) per request anyway
 V2_PAGE_SIZE = 250  # Cloud v2 allows up to 250
+PAGE_ARCHIVED = "archived (or no longer current) since the listing"  # a PageFailure's reason: drop it
 
 
 @dataclass(frozen=True)
@@ -108,10 +114,11 @@ class ConfluenceClient:
         if self.settings.is_cloud:
             path = f"api/v2/spaces/{self._cloud_space(space).id}/pages"
             params = {"limit": V2_PAGE_SIZE, "status": "current"}
-            return _refs_from_parents(list(self._rest.paged(path, params, what=what, space=space)))
+            listed = list(self._rest.paged(path, params, what=what, space=space))
+            return refs_from_parents(listed, CloudTree(self._rest, space, listed).chain)
         params = {"spaceKey": space, "type": "page", "status": "current", "expand": "version,ancestors"}
         rows = self._rest.paged("rest/api/content", {**params, "limit": V1_PAGE_SIZE}, what=what, space=space)
-        return [_v1_ref(r) for r in rows]
+        return [_v1_ref(r) for r in rows if r.get("status", "current") == "current"]
 
     def pages_modified_since(self, space: str, since: datetime, *, overlap: timedelta) -> list[PageRef]:
         """Pages of `space` modified at or after `since - overlap` (ids and versions), through CQL.
@@ -187,7 +194,8 @@ class ConfluenceClient:
         what = f"page {page_id}" + (f" in space {space}" if space else "")
         cloud = self.settings.is_cloud
         if cloud:
-            path, params = f"api/v2/pages/{page_id}", {"body-format": "storage", "include-labels": "true"}
+            path = f"api/v2/pages/{page_id}"
+            params = {"body-format": "storage", "include-labels": "true", "status": "current"}
         else:
             path, params = (
                 f"rest/api/content/{page_id}",
@@ -195,6 +203,8 @@ class ConfluenceClient:
             )
         try:
             r = self._rest.get_json(path, params, what=what, space=space)
+            if r.get("status", "current") != "current":
+                return PageFailure(page_id=page_id, title=str(r.get("title", "")), reason=PAGE_ARCHIVED)
             return self._v2_page(r, space, ancestors) if cloud else self._v1_page(r, space)
         except ConfluenceNotFound:
             return PageFailure(page_id=page_id, title="", reason=PAGE_NOT_FOUND)
@@ -261,25 +271,3 @@ def _v1_ref(r: dict[str, Any]) -> PageRef:
         ancestor_ids=tuple(str(a["id"]) for a in ancestors),
         ancestors=tuple(a.get("title", "") for a in ancestors),
     )
-
-
-def _refs_from_parents(rows: list[dict[str, Any]]) -> list[PageRef]:
-    """Cloud v2 listings name each page's parent; the breadcrumb is the chain of parents within the space."""
-    by_id = {str(r["id"]): r for r in rows}
-    refs = []
-    for r in rows:
-        chain: list[dict[str, Any]] = []
-        parent = by_id.get(str(r.get("parentId") or ""))
-        while parent is not None and parent not in chain and parent is not r:
-            chain.insert(0, parent)
-            parent = by_id.get(str(parent.get("parentId") or ""))
-        refs.append(
-            PageRef(
-                id=str(r["id"]),
-                title=r.get("title", ""),
-                version=int((r.get("version") or {}).get("number", 0)),
-                ancestor_ids=tuple(str(a["id"]) for a in chain),
-                ancestors=tuple(a.get("title", "") for a in chain),
-            )
-        )
-    return refs

@@ -1,8 +1,10 @@
 """Full and incremental sync of one Confluence space into the evidence index.
 
 One run, holding the space's lock (a file lock, so it holds across processes):
-1. list the space's pages without bodies (ids, titles, breadcrumbs) and apply the scope (parent, labels);
-2. remove from the index every page that is no longer listed or no longer in scope (deleted, moved, labelled);
+1. list the space's current pages without bodies (ids, titles, breadcrumbs: on Cloud up through folders) and
+   apply the scope (parent, labels);
+2. remove from the index every page that is no longer listed or no longer in scope (deleted, archived, moved,
+   labelled);
 3. pick the pages to fetch: all of them for a full run; otherwise those CQL reports modified since the last
    successful run (minus a safety overlap) whose version differs from the index, pages in scope but not in
    the index, pages whose title (in the index's manifest) or breadcrumb (kept per page in `synced_pages`)
@@ -38,6 +40,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from threadwise.connectors.confluence import (
     NOT_CONFIGURED,
+    PAGE_ARCHIVED,
     PAGE_NOT_FOUND,
     ConfluenceClient,
     ConfluenceError,
@@ -300,8 +303,9 @@ class SpaceSyncer:
     def _count_failure(
         self, ref: PageRef, failure: PageFailure, indexed: dict[str, PageState], run: RunTally
     ) -> None:
-        """A page that could not be fetched is a failure, or gone when it was deleted since the listing."""
-        if failure.reason == PAGE_NOT_FOUND:
+        """A page that could not be fetched is a failure, or gone when it was deleted or archived since the
+        listing."""
+        if failure.reason in (PAGE_NOT_FOUND, PAGE_ARCHIVED):
             if ref.id in indexed:
                 self.index.delete_page(ref.id)
                 run.deleted += 1

@@ -1,0 +1,143 @@
+"""Confluence Cloud folders and archived pages, end to end against the independent fake (../shared/fakes): a
+read restriction above a folder hides every page below it (`threadwise sync`, then `ask` neither cites nor
+quotes them), and a page archived in Confluence leaves the index at the next sync, on Cloud and Data Center."""
+
+from __future__ import annotations
+
+import json
+import os
+import urllib.request
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+from tests.support.cli import threadwise_cli
+
+TOKEN = "cloud-api-token"
+SECRET = "The launch code for Project Nightjar is 48151623."
+
+
+class SharedConfluence:
+    """The shared fake, started on 127.0.0.1; `control` drives its /__control API."""
+
+    def __init__(self, module: ModuleType, *, cloud: bool) -> None:
+        self.server, self.url = module.start(token=TOKEN, pat=None if cloud else "dc-pat", cloud=cloud)
+        self.site = self.url.removesuffix("/wiki")
+
+    def control(self, path: str, body: Any = None) -> Any:
+        data = None if body is None else json.dumps(body).encode()
+        request = urllib.request.Request(
+            f"{self.site}/__control/{path}", data=data, method="POST" if data else "GET"
+        )
+        request.add_header("Content-Type", "application/json")
+        with urllib.request.urlopen(request, timeout=10) as reply:
+            return json.loads(reply.read() or b"null")
+
+    def page(self, title: str, *, parent: str | None = None, **spec: Any) -> str:
+        made = self.control("pages", {"space": "ENG", "title": title, "parent_id": parent, **spec})
+        return str(made["id"])
+
+
+@pytest.fixture
+def cloud(shared_fakes: Callable[[str], ModuleType]) -> Iterator[SharedConfluence]:
+    fake = SharedConfluence(shared_fakes("fake_confluence"), cloud=True)
+    yield fake
+    fake.server.shutdown()
+
+
+def cli_env(tmp_path: Path, fake: SharedConfluence, *, cloud: bool) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("THREADWISE_", "CONFLUENCE_", "SLACK_"))}
+    env |= {"THREADWISE_DATA_DIR": str(tmp_path / "data"), "THREADWISE_EMBEDDER": "hashing"}
+    if cloud:
+        return env | {
+            "CONFLUENCE_URL": fake.url,
+            "CONFLUENCE_CLOUD": "true",
+            "CONFLUENCE_USERNAME": "sync-bot@example.com",
+            "CONFLUENCE_API_TOKEN": TOKEN,
+        }
+    return env | {"CONFLUENCE_URL": fake.url, "CONFLUENCE_PERSONAL_TOKEN": "dc-pat"}
+
+
+def run(env: dict[str, str], *args: str) -> str:
+    done = threadwise_cli(env, *args)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done.stdout
+
+
+def test_a_restriction_above_a_folder_hides_every_page_below_it(
+    cloud: SharedConfluence, tmp_path: Path
+) -> None:
+    secret = cloud.page(
+        "Leadership", body="<p>Leadership notes.</p>", restrictions={"read": {"users": ["fakeadmin"]}}
+    )
+    plans = cloud.page("Plans", parent=secret, type="folder")
+    inner = cloud.page("Nightjar launch", parent=plans, body=f"<p>{SECRET}</p>")
+    deeper = cloud.page("Nightjar rollout", parent=inner, body="<p>The Nightjar rollout starts in May.</p>")
+    shared = cloud.page("Handbook", type="folder")
+    open_page = cloud.page("Office hours", parent=shared, body="<p>The office opens at 8:30 on weekdays.</p>")
+    env = cli_env(tmp_path, cloud, cloud=True)
+
+    run(env, "spaces", "add", "ENG")
+    synced = run(env, "sync", "ENG")
+    assert "left out" in synced or "restricted" in synced, synced
+
+    status = json.loads(run(env, "status", "--json"))
+    eng = next(s for s in status if s["kind"] == "space" and s["key"] == "ENG")
+    left_out = {r["page_id"]: r["reason"] for r in eng["left_out"]}
+    assert left_out.keys() == {secret, inner, deeper}  # the page above the folder, and all below it
+    assert "'Leadership'" in left_out[inner] and "'Leadership'" in left_out[deeper]
+    assert eng["pages"] >= 2  # the homepage and the page in the open folder are indexed
+
+    answer = json.loads(run(env, "ask", "What is the launch code for Project Nightjar?", "--json"))
+    text = json.dumps(answer)
+    assert "48151623" not in text and "Nightjar launch" not in text and f"/{inner}/" not in text
+    office = json.loads(run(env, "ask", "When does the office open on weekdays?", "--json"))
+    assert "8:30" in json.dumps(office) and open_page in json.dumps(office)
+
+
+def test_an_archived_cloud_page_is_not_synced_and_leaves_the_index(
+    cloud: SharedConfluence, tmp_path: Path
+) -> None:
+    kept = cloud.page("Runbook", body="<p>Restart the queue with the blue button.</p>")
+    gone = cloud.page("Old runbook", body="<p>Restart the queue with the red lever.</p>")
+    cloud.page("Ancient runbook", body="<p>Restart the queue by phoning Bob.</p>", status="archived")
+    env = cli_env(tmp_path, cloud, cloud=True)
+    run(env, "spaces", "add", "ENG")
+    run(env, "sync", "ENG")
+    assert indexed_titles(env) >= {"Runbook", "Old runbook"}
+    assert "Ancient runbook" not in indexed_titles(env)
+
+    cloud.control(f"pages/{gone}", {"status": "archived"})
+    run(env, "sync", "ENG")
+    titles = indexed_titles(env)
+    assert "Runbook" in titles and "Old runbook" not in titles and kept
+
+
+def test_an_archived_data_center_page_leaves_the_index(
+    shared_fakes: Callable[[str], ModuleType], tmp_path: Path
+) -> None:
+    fake = SharedConfluence(shared_fakes("fake_confluence"), cloud=False)
+    try:
+        fake.page("Runbook", body="<p>Restart the queue with the blue button.</p>")
+        gone = fake.page("Old runbook", body="<p>Restart the queue with the red lever.</p>")
+        env = cli_env(tmp_path, fake, cloud=False)
+        run(env, "spaces", "add", "ENG")
+        run(env, "sync", "ENG")
+        assert indexed_titles(env) >= {"Runbook", "Old runbook"}
+        fake.control(f"pages/{gone}", {"status": "archived"})
+        run(env, "sync", "ENG")
+        assert "Old runbook" not in indexed_titles(env) and "Runbook" in indexed_titles(env)
+    finally:
+        fake.server.shutdown()
+
+
+def indexed_titles(env: dict[str, str]) -> set[str]:
+    """The titles of the pages the CLI's index holds in space ENG."""
+    from threadwise.settings import load_settings
+    from threadwise.wiring import Threadwise
+
+    app = Threadwise(settings=load_settings(env=env))
+    return {state.title for state in app.index.page_states("ENG").values()}
