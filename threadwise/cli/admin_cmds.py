@@ -175,6 +175,8 @@ def format_status(s: SpaceStatus) -> str:
         lines.append("  everyone with access to the bot may view it (declared by an admin)")
     if s.restricted_pages:
         lines.append(f"  {s.restricted_pages} pages left out as restricted (see status --json for which)")
+    if s.permission_error:
+        lines.append(f"  nobody reads it through the bot: its {s.permission_error}")
     run = s.last_run
     if run is None:
         lines.append("  never synced")

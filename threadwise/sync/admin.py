@@ -16,6 +16,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from threadwise.connectors.confluence import NOT_CONFIGURED, ConfluenceClient, ConfluenceError, SpaceInfo
 from threadwise.core.types import PageFailure, RestrictedPage
+from threadwise.db.permission_tables import SpaceViewersRow
 from threadwise.db.sync_tables import ChannelSpacesRow, SyncedSpaceRow, SyncRunRow, as_utc
 from threadwise.errors import ThreadwiseError
 from threadwise.index.store import EvidenceIndex
@@ -94,6 +95,8 @@ class SpaceStatus:
     restricted_pages: int = 0
     left_out: tuple[RestrictedPage, ...] = ()
     everyone_may_view: bool = False  # declared by the admin (per-user: open pages answer in channels)
+    # per-user: why the space's view permission could not be read at the last sync (nobody views it here)
+    permission_error: str = ""
 
     def to_json(self) -> dict[str, Any]:
         return {"kind": "space", **_plain(asdict(self))}
@@ -329,7 +332,12 @@ class AdminService:
             restricted_pages=len(state.restricted),
             left_out=state.restricted,
             everyone_may_view=bool(config and config.everyone_may_view),
+            permission_error=self._permission_error(key),
         )
+
+    def _permission_error(self, key: str) -> str:
+        with self.sessions() as s:
+            return s.scalar(select(SpaceViewersRow.error).where(SpaceViewersRow.space == key)) or ""
 
     # ----- per-channel spaces -----
     def set_channel_spaces(self, channel: str, keys: Sequence[str]) -> tuple[str, ...]:
