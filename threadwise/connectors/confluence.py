@@ -114,7 +114,8 @@ class ConfluenceClient:
         if self.settings.is_cloud:
             path = f"api/v2/spaces/{self._cloud_space(space).id}/pages"
             params = {"limit": V2_PAGE_SIZE, "status": "current"}
-            listed = list(self._rest.paged(path, params, what=what, space=space))
+            rows = self._rest.paged(path, params, what=what, space=space)
+            listed = [r for r in rows if r.get("status", "current") == "current"]  # never archived ones
             return refs_from_parents(listed, CloudTree(self._rest, space, listed).chain)
         params = {"spaceKey": space, "type": "page", "status": "current", "expand": "version,ancestors"}
         rows = self._rest.paged("rest/api/content", {**params, "limit": V1_PAGE_SIZE}, what=what, space=space)
