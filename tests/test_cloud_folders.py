@@ -98,6 +98,37 @@ def test_a_restriction_above_a_folder_hides_every_page_below_it(
     assert "8:30" in json.dumps(office) and open_page in json.dumps(office)
 
 
+def test_per_user_a_reader_must_pass_the_restriction_above_the_folder(
+    cloud: SharedConfluence, tmp_path: Path
+) -> None:
+    for name in ("carol", "bob"):  # both may view the space (confluence-users); e-mails shown to apps
+        cloud.control(
+            "users",
+            {
+                "username": name,
+                "email": f"{name}@example.com",
+                "email_visible": True,
+                "groups": ["confluence-users"],
+            },
+        )
+    secret = cloud.page(
+        "Leadership", body="<p>Leadership notes.</p>", restrictions={"read": {"users": ["carol"]}}
+    )
+    plans = cloud.page("Plans", parent=secret, type="folder")
+    inner = cloud.page("Nightjar launch", parent=plans, body=f"<p>{SECRET}</p>")
+    env = cli_env(tmp_path, cloud, cloud=True) | {"THREADWISE_PERMISSIONS": "per-user"}
+    run(env, "spaces", "add", "ENG")
+    run(env, "sync", "ENG")
+    question = "What is the launch code for Project Nightjar?"
+
+    carol = json.loads(run(env, "ask", question, "--json", "--as", "carol@example.com"))
+    assert inner in {s["page_id"] for s in carol["sources"]} and "48151623" in carol["answer"]
+    bob = json.loads(run(env, "ask", question, "--json", "--as", "bob@example.com"))
+    assert inner not in {s["page_id"] for s in bob["sources"]} and "48151623" not in json.dumps(bob)
+    nobody = json.loads(run(env, "ask", question, "--json"))
+    assert "48151623" not in json.dumps(nobody)
+
+
 def test_an_archived_cloud_page_is_not_synced_and_leaves_the_index(
     cloud: SharedConfluence, tmp_path: Path
 ) -> None:

@@ -11,6 +11,7 @@ from requests import HTTPError
 
 from tests.support.fake_confluence import FakeConfluence, FakePage, tree_wiki
 from threadwise.connectors.confluence import (
+    PAGE_NOT_FOUND,
     ConfluenceAccessError,
     ConfluenceClient,
     ConfluenceError,
@@ -218,3 +219,26 @@ def test_scope_parent_and_labels() -> None:
     ]
     assert sum(SpaceScope.of("DOCS").includes(r) for r in refs.values()) == 6
     assert team.describe() == "DOCS under page 110 without labels policy"
+
+
+def test_cloud_restrictions_above_a_folder_reach_the_pages_below_it() -> None:
+    pages = tree_wiki() + [
+        FakePage(id="130", space="DOCS", title="Plans", body="", parent_id="110", kind="folder"),
+        FakePage(id="131", space="DOCS", title="Roadmap", body="<p>Q3: ship it.</p>", parent_id="130"),
+        FakePage(id="132", space="DOCS", title="Q4", body="<p>Q4: rest.</p>", parent_id="131"),
+        FakePage(id="140", space="DOCS", title="Old", body="<p>gone</p>", parent_id="100", status="archived"),
+    ]
+    with FakeConfluence(pages=pages, context_path="/wiki", flavor="cloud") as fake:
+        client = cloud_client(fake)
+        fake.restrict("110", groups=["leads"])  # Team, above the folder
+        refs = {r.id: r for r in client.list_pages("DOCS")}
+        assert "130" not in refs and "140" not in refs  # folders are no pages; archived pages are left out
+        assert refs["132"].ancestor_ids == ("100", "110", "130", "131")
+        assert refs["132"].ancestors == ("Home", "Team", "Plans", "Roadmap")
+        restricted = {r.page_id: r.reason for r in client.restricted_pages(list(refs.values()), space="DOCS")}
+        assert {"131", "132"} <= restricted.keys() and "'Team'" in restricted["132"]
+        assert client.get_page("140") == PageFailure("140", "", PAGE_NOT_FOUND)  # asked for current only
+
+        fake.faults.broken_pages = {"130"}  # the folder cannot be read: the listing fails, never "open"
+        with pytest.raises(ConfluenceError, match="folder 130"):
+            client.list_pages("DOCS")
