@@ -35,6 +35,7 @@ class Installation:
             auth = self.client.auth_test()
             self.team = self.team or str(auth.get("team_id") or "")
             self.enterprise = str(auth.get("enterprise_id") or "")
+            self.app = self.app or str(auth.get("app_id") or "")
             if not self.app and auth.get("bot_id"):
                 bot = self.client.bots_info(bot=str(auth["bot_id"])).get("bot") or {}
                 self.app = str(bot.get("app_id") or "")
