@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from threadwise.cli import main
 from threadwise.connectors.files import SAMPLE_WIKI_DIR, load_pages
+from threadwise.conversations import TurnView
 from threadwise.core.types import Evidence
 from threadwise.db.conversations import ThreadKey
 from threadwise.index.indexer import index_pages
+from threadwise.pressed import NOT_HERE, NOT_YOURS, Pressed, pressed_turn, suggested
 from threadwise.settings import load_settings
 from threadwise.wiring import Threadwise
 
@@ -187,3 +190,33 @@ def test_the_stored_form_of_an_evidence_reads_back() -> None:
     assert Evidence.from_dict(json.loads(json.dumps(stored))) == row
     passage = Evidence("p:0", "p", "S", "T", "u", 1, "passage", 0, "text", "T / text")
     assert "table_no" not in passage.to_dict() and Evidence.from_dict(passage.to_dict()) == passage
+
+
+def test_a_press_is_honoured_only_in_the_answers_own_conversation_for_who_may_see_it(tmp_path: Path) -> None:
+    app = app_over_sample_wiki(tmp_path)
+    here = ThreadKey("teams", "T1", "19:c@thread.tacv2", "1")
+    turn = app.conversations.ask(here, "Who is on call for a severity 1 incident?")
+    asked: list[int] = []
+
+    def press(value: object, key: ThreadKey = here, *, allowed: bool = True) -> Pressed:
+        def may_see(seen: TurnView) -> bool:
+            asked.append(seen.turn_id)
+            return allowed
+
+        return pressed_turn(app.conversations, value, key=key, may_see=may_see)
+
+    assert press(turn.turn_id).turn == turn and press(str(turn.turn_id)).turn == turn
+    elsewhere = [ThreadKey("teams", "T1", "19:c@thread.tacv2", "2"), ThreadKey("slack", "T1", "C1", "1")]
+    for key in elsewhere:  # another thread of the channel, another platform: as if there were no such answer
+        assert press(turn.turn_id, key) == Pressed(None, NOT_HERE) == press(turn.turn_id + 1000, key)
+    assert asked == [turn.turn_id, turn.turn_id]  # who pressed is only asked about answers of here
+    assert press(turn.turn_id, allowed=False) == Pressed(None, NOT_YOURS)
+    for junk in (None, "", "abc", "-1", "0", 0, True, 2**63, "9" * 30, 1.0, [turn.turn_id]):
+        assert press(junk) == Pressed(None)  # no answer id at all: nothing to say
+    offering = replace(turn, follow_ups=["first?", "second?", "third?", "fourth?"])  # the first 3 are shown
+    assert [suggested(offering, n, shown=3) for n in (1, "2", 3, 4, "0", True, "x")] == [
+        "first?",
+        "second?",
+        "third?",
+        *[None] * 4,
+    ]
