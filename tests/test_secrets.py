@@ -19,6 +19,13 @@ def test_credentials_and_endpoints_are_redacted() -> None:
         redact_credentials("at http://user:s3cret@wiki.local:8090/x")
         == "at http://user:***@wiki.local:8090/x"
     )
+    # an e-mail address as user name (Cloud), an "@" in the password, a token alone: nothing of them is left
+    assert redact_credentials("https://me@acme.com:tok3n@acme.atlassian.net/wiki") == (
+        "https://me@acme.com:***@acme.atlassian.net/wiki"
+    )
+    assert redact_credentials("'http://u:p@ss@h:1' and https://tok@h/x?to=a@b") == (
+        "'http://u:***@h:1' and https://***@h/x?to=a@b"
+    )
     assert redact_endpoints("The model at http://10.0.0.5:8000/v1 failed; retry 10.0.0.5:8000") == (
         "The model at [endpoint] failed; retry [endpoint]"
     )
