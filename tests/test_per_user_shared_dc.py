@@ -17,14 +17,11 @@ from types import ModuleType
 from typing import Any
 
 import pytest
-import requests
 
-from threadwise.cli import main
+from tests.support.shared_confluence_cli import SharedConfluenceCli
 from threadwise.connectors.confluence_permissions import Directory, PermissionReader
 from threadwise.connectors.confluence_rest import ConfluenceSettings, RestSession
 from threadwise.permissions import Asker
-from threadwise.settings import load_settings
-from threadwise.wiring import Threadwise
 
 PAT = "dc-pat"
 USERS = {  # username -> (e-mail, groups); dave is in no group at all: a space is granted to him by name
@@ -50,28 +47,9 @@ PAGES = [  # id, space, title, parent, read restriction
 
 
 @dataclass
-class DataCenter:
+class DataCenter(SharedConfluenceCli):
     fake: ModuleType
-    root: str  # the server's root (the control API); the site is below /confluence
     url: str
-    data_dir: Path
-    capsys: pytest.CaptureFixture[str]
-
-    def control(self, path: str, body: Any = None) -> Any:
-        if body is None:
-            r = requests.get(f"{self.root}/__control/{path}", timeout=10)
-        else:
-            r = requests.post(f"{self.root}/__control/{path}", json=body, timeout=10)
-        assert r.status_code == 200, r.text
-        return r.json()
-
-    def run(self, *argv: str) -> tuple[int, str]:
-        code = main(["--data-dir", str(self.data_dir), *argv])
-        out = self.capsys.readouterr()
-        return code, out.out + out.err
-
-    def permissions(self) -> Any:
-        return Threadwise(settings=load_settings(data_dir=self.data_dir)).permissions
 
 
 @pytest.fixture(params=["rest-9.1", "json-rpc"])
@@ -85,7 +63,7 @@ def dc(
 ) -> Iterator[DataCenter]:
     fake = shared_fakes("fake_confluence")
     server, url = fake.start(pat=PAT, context_path="/confluence")
-    world = DataCenter(fake, url.removesuffix("/confluence"), url, tmp_path, capsys)
+    world = DataCenter(url.removesuffix("/confluence"), tmp_path, capsys, fake, url)
     try:
         if request.param == "json-rpc":  # Data Center before 9.1: no REST space permissions
             world.control("features", {"rest_space_permissions": False, "version": "8.5.4"})
@@ -112,7 +90,7 @@ def test_every_asker_reads_exactly_what_confluence_lets_them(dc: DataCenter) -> 
     code, out = dc.run("sync")
     assert code == 0, out
     permissions = dc.permissions()
-    emails = {u["username"]: u["email"] for u in dc.control("users")["users"]}
+    emails = dc.emails()
     before = {pid: dc.control(f"access?page={pid}") for pid, *_ in PAGES}
     # Atlassian: "the 'Anonymous' user includes all logged-in users ... if you allow the 'Anonymous' user to do
     # something, you are allowing all users to do it" (Setting Up Public Access; CONFCLOUD-28946 shows it

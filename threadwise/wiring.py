@@ -282,8 +282,13 @@ class Threadwise:
     def permissions(self) -> PermissionService:
         """Who may read what (THREADWISE_PERMISSIONS; per-user reads the readers the syncs stored)."""
         from threadwise.permissions import PermissionService
+        from threadwise.permissions.email_map import SETTING, EmailMapFile
 
-        return PermissionService(policy=self.settings.permissions, sessions=self.sessions)
+        return PermissionService(
+            policy=self.settings.permissions,
+            sessions=self.sessions,
+            email_map=EmailMapFile.from_setting(self.settings.get(SETTING)),
+        )
 
     # ----- Confluence, sync, admin -----
     @cached_property

@@ -187,20 +187,7 @@ def _permissions_check(tw: Threadwise) -> Check:
             warning=True,
         )
     if tw.settings.permissions == "per-user":
-        unmapped = tw.permissions.unmapped_users()
-        declared = [c.key for c in tw.admin.list_spaces() if c.everyone_may_view]
-        text = (
-            "per-user: each asker gets the pages Confluence lets them read; channels only unrestricted pages "
-            f"of spaces declared 'everyone may view' ({', '.join(declared) or 'none declared'})"
-        )
-        if unmapped:
-            names = ", ".join(unmapped[:5]) + (" …" if len(unmapped) > 5 else "")
-            word = "user cannot" if len(unmapped) == 1 else "users cannot"
-            text += (
-                f"; {len(unmapped)} Confluence {word} be mapped to a chat user, as Confluence shows no "
-                f"e-mail address (Cloud privacy settings): {names}"
-            )
-        return Check("Permissions", True, text, warning=bool(unmapped))
+        return _per_user_check(tw)
     left_out = sum(s.restricted_pages for s in tw.admin.status())
     return Check(
         "Permissions",
@@ -208,6 +195,39 @@ def _permissions_check(tw: Threadwise) -> Check:
         f"open-pages: pages with a read restriction on themselves or an ancestor are not indexed "
         f"({left_out} left out as restricted)",
     )
+
+
+def _per_user_check(tw: Threadwise) -> Check:
+    """per-user: what channels get, how chat users are matched to Confluence accounts, and what an unmapped
+    person may read (the fallback), so an admin sees which applies."""
+    from threadwise.bot.doctor import Check
+    from threadwise.permissions.email_map import SETTING
+    from threadwise.permissions.service import FALLBACK
+
+    permissions = tw.permissions
+    unmapped, mapping = permissions.unmapped_users(), permissions.mapping()
+    declared = [c.key for c in tw.admin.list_spaces() if c.everyone_may_view]
+    text = (
+        "per-user: each asker gets the pages Confluence lets them read; channels only unrestricted pages "
+        f"of spaces declared 'everyone may view' ({', '.join(declared) or 'none declared'}); chat users are "
+        "matched by the e-mail Confluence shows"
+    )
+    if mapping.source:
+        text += f", and by {mapping.source} ({len(mapping.emails)} accounts)"
+    if mapping.error:
+        return Check("Permissions", False, f"{text}; {mapping.error}: it maps nobody until fixed")
+    if unmapped:
+        names = ", ".join(unmapped[:5]) + (" …" if len(unmapped) > 5 else "")
+        word = "user cannot" if len(unmapped) == 1 else "users cannot"
+        text += (
+            f"; {len(unmapped)} Confluence {word} be mapped to a chat user, as Confluence shows no e-mail "
+            f"address (Cloud privacy settings, CONFCLOUD-72205): {names}. They read only {FALLBACK}, and are "
+            f"told why; map them in {SETTING} (a CSV of account id and e-mail, e.g. the users export of "
+            "admin.atlassian.com)"
+        )
+    else:
+        text += f"; an asker no account matches reads only {FALLBACK}"
+    return Check("Permissions", True, text, warning=bool(unmapped))
 
 
 def _llm_checks(tw: Threadwise) -> list[Check]:

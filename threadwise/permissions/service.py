@@ -17,6 +17,8 @@ from threadwise.db.permission_tables import (
     SpaceViewersRow,
 )
 from threadwise.db.sync_tables import SyncedSpaceRow
+from threadwise.permissions.email_map import SETTING as EMAIL_MAP_SETTING
+from threadwise.permissions.email_map import EmailMap, EmailMapFile
 
 
 @dataclass(frozen=True)
@@ -46,6 +48,13 @@ class Reader:
 
 NOBODY = Reader()
 
+# What an unmapped asker may read (the fallback), and what they are told when that found nothing
+FALLBACK = "pages anonymous users may read and the open pages of spaces an admin declared 'everyone may view'"
+UNMAPPED_NOTE = (
+    "I couldn't match you to a Confluence account ({why}), so I only looked in what anyone may read here. "
+    "If you have a Confluence account, ask an admin to map it (" + EMAIL_MAP_SETTING + ")."
+)
+
 
 class PermissionService:
     """The scope each asker may read, from the readers stored in the database.
@@ -55,14 +64,23 @@ class PermissionService:
     - `per-user`, private conversation: every page the asker can read (spaces they may view, restricted pages
       whose every restricted level names them or one of their groups), plus the spaces the admin declared
       "everyone with access to the bot may view" (their unrestricted pages). An unknown or unmapped asker
-      reads what anonymous users may, plus those declared spaces.
+      (no chat e-mail, or one no Confluence account has: Cloud hides addresses, CONFCLOUD-72205, unless the
+      admin's THREADWISE_CONFLUENCE_EMAILS file maps it) reads what anonymous users may, plus those declared
+      spaces: what anyone in a channel gets, so mapping nobody never shows more than a channel would.
     - `per-user`, any other conversation: only unrestricted pages of the declared spaces.
     What cannot be read from Confluence (an error stored instead of readers) is readable by nobody here.
     """
 
-    def __init__(self, *, policy: str, sessions: sessionmaker[Session]) -> None:
+    def __init__(
+        self, *, policy: str, sessions: sessionmaker[Session], email_map: EmailMapFile | None = None
+    ) -> None:
         self.policy = policy
         self.sessions = sessions
+        self.email_map = email_map
+
+    def mapping(self) -> EmailMap:
+        """The admin's account → e-mail file as it reads now (empty without THREADWISE_CONFLUENCE_EMAILS)."""
+        return self.email_map.current() if self.email_map is not None else EmailMap()
 
     @property
     def per_user(self) -> bool:
@@ -122,14 +140,17 @@ class PermissionService:
         with self.sessions() as s:
             return self._reader(s, email)
 
-    @staticmethod
-    def _reader(s: Session, email: str | None) -> Reader:
+    def _reader(self, s: Session, email: str | None) -> Reader:
         address = (email or "").strip().lower()
         if not address:
             return NOBODY
-        ids = frozenset(
-            s.scalars(select(ConfluenceUserRow.user_id).where(ConfluenceUserRow.email == address))
-        )
+        ids = set(s.scalars(select(ConfluenceUserRow.user_id).where(ConfluenceUserRow.email == address)))
+        accounts = self.mapping().accounts_of(address)
+        if accounts:  # account ids or user keys as they are; Data Center usernames through the stored users
+            ids |= accounts
+            ids |= set(
+                s.scalars(select(ConfluenceUserRow.user_id).where(ConfluenceUserRow.username.in_(accounts)))
+            )
         if not ids:
             return NOBODY
         groups = frozenset(
@@ -137,14 +158,31 @@ class PermissionService:
             for g in s.scalars(select(ConfluenceGroupRow))
             if not g.error and ids & set(g.members or ())
         )
-        return Reader(ids, groups)
+        return Reader(frozenset(ids), groups)
+
+    def unmapped_note(self, asker: Asker | None) -> str | None:
+        """Why a private asker got only the fallback (per-user, and no Confluence account matched); None when
+        they were matched, or the conversation is not private (a channel reads the same for everyone)."""
+        if not self.per_user or asker is None or not asker.private:
+            return None
+        address = (asker.email or "").strip()
+        if not address:
+            return UNMAPPED_NOTE.format(why="the chat did not tell me your e-mail address")
+        if self.reader(address) is NOBODY:
+            return UNMAPPED_NOTE.format(why=f"no Confluence account shows the address {address}")
+        return None
 
     def unmapped_users(self) -> list[str]:
-        """Confluence users named in permissions whose e-mail Confluence did not show: they cannot be matched
-        to a chat user (Cloud hides e-mail addresses by privacy settings)."""
+        """Confluence users named in permissions whose e-mail Confluence did not show and the admin's file
+        does not map: they cannot be matched to a chat user (Cloud hides addresses by privacy settings)."""
+        mapped = set(self.mapping().emails)
         with self.sessions() as s:
             rows = s.scalars(select(ConfluenceUserRow).where(ConfluenceUserRow.email.is_(None)))
-            return sorted(r.display_name or r.username or r.user_id for r in rows)
+            return sorted(
+                r.display_name or r.username or r.user_id
+                for r in rows
+                if r.user_id not in mapped and r.username not in mapped
+            )
 
 
 def _may_view(reader: Reader, row: SpaceViewersRow) -> bool:
