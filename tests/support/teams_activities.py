@@ -1,7 +1,10 @@
 """Bot Framework activities as Teams sends them, and a sender that POSTs them to the bot's /api/messages.
 
-The shapes follow what Teams delivers: a channel message's conversation id carries ";messageid=ROOT", a
-mention is `<at>Name</at>` in the text plus a `mention` entity, users have an `aadObjectId`, and
+The shapes follow what Teams delivers and Microsoft documents (tests/fixtures/bot_framework/ holds the
+documented examples, SOURCES.md says where from): a channel message's conversation id carries
+";messageid=ROOT", a mention is `<at>Name</at>` in the text plus a `mention` entity, users have an
+`aadObjectId`, an `Action.Execute` press is an `adaptiveCard/action` invoke carrying a copy of the action
+(its `id` too) and `trigger: manual`, the bot's arrival names the bot and the user who added it, and
 `serviceUrl` points at the connector the bot must answer through (here the FakeBotConnector).
 """
 
@@ -119,7 +122,10 @@ class TeamsSender:
             name="adaptiveCard/action",
             id=self.next_id(),
             replyToId=message_id,
-            value={"action": {"type": "Action.Execute", "verb": verb, "data": data}, "trigger": "manual"},
+            value={
+                "action": {"type": "Action.Execute", "id": f"{verb}-action", "verb": verb, "data": data},
+                "trigger": "manual",
+            },
         )
 
     def explain(
@@ -170,7 +176,7 @@ class TeamsSender:
             ALICE,
             type="conversationUpdate",
             id=self.next_id(),
-            membersAdded=[{"id": BOT_ID, "name": BOT_NAME}],
+            membersAdded=[{"id": BOT_ID}, {"id": ALICE["id"], "aadObjectId": ALICE["aadObjectId"]}],
         )
 
     def post(self, activity: dict[str, Any] | str | bytes, *, token: str | None = None) -> httpx.Response:

@@ -46,16 +46,28 @@ def running_teams(
     base = TeamsSettings(admin_ids=(ADMIN["aadObjectId"],), allow_unauthenticated=not authenticated)
     if authenticated:
         base = replace(base, client_id=APP_ID, client_secret="")
-    bot = TeamsBot(
-        conversations=world.conversations,
-        admin=world.admin,
+    with serving_teams(
+        world,
         settings=replace(base, **settings),
         cloud=connector.cloud() if authenticated else None,
         token=(lambda scope, tenant=None: OUTGOING_TOKEN) if authenticated else None,
+    ) as (bot, server):
+        yield RunningTeams(bot, server, connector, TeamsSender(url=server.url, service_url=connector.url))
+
+
+@contextmanager
+def serving_teams(
+    world: World, *, settings: TeamsSettings | None = None, cloud: Any = None, token: Any = None
+) -> Iterator[tuple[TeamsBot, TeamsServer]]:
+    """The Teams bot for `world` served on 127.0.0.1 (unauthenticated unless `settings` say otherwise); it
+    answers through whatever connector each activity's serviceUrl names (ours, or the shared fake)."""
+    settings = settings or TeamsSettings(admin_ids=(ADMIN["aadObjectId"],), allow_unauthenticated=True)
+    bot = TeamsBot(
+        conversations=world.conversations, admin=world.admin, settings=settings, cloud=cloud, token=token
     )
     server = TeamsServer(bot, host="127.0.0.1", port=0).start()
     try:
-        yield RunningTeams(bot, server, connector, TeamsSender(url=server.url, service_url=connector.url))
+        yield bot, server
     finally:
         bot.wait_idle(timeout=20)
         server.stop()

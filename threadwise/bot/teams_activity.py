@@ -60,10 +60,15 @@ def place_of(activity: Any) -> Place:
     conversation = activity.conversation
     conv_id = str(conversation.id or "")
     base, _, root = conv_id.partition(";messageid=")
-    kind = str(conversation.conversation_type or "personal")
+    # older Teams payloads (and the documented examples) leave conversationType out: a reply chain's id or
+    # channel data naming a channel still says it is a channel, whose threads are conversations of their own
+    channel_data = activity.channel_data
+    in_channel = bool(root) or (
+        channel_data is not None and getattr(channel_data, "channel", None) is not None
+    )
+    kind = str(conversation.conversation_type or ("channel" if in_channel else "personal"))
     if kind == "channel" and not root and str(activity.id or "").isdigit() and activity.type == "message":
         root, conv_id = str(activity.id), f"{base};messageid={activity.id}"
-    channel_data = activity.channel_data
     tenant = conversation.tenant_id or (
         channel_data.tenant.id if channel_data is not None and channel_data.tenant is not None else ""
     )
