@@ -284,9 +284,9 @@ def test_idle_half_sent_requests_are_closed_by_the_deadline_while_slack_is_serve
             }
             assert run.send.event(event).status == 200
             assert time.monotonic() - started < 3.0  # acknowledged within Slack's 3 s
-            assert "IT portal" in json.dumps(answer_in(run, "C1", ts)["blocks"])
-            closed_at = [_closed(sock) - opened for sock in idle]
+            closed_at = [_closed(sock) - opened for sock in idle]  # each read as soon as it can be: a bound
             assert max(closed_at) < limits.body_timeout + 1.5, closed_at  # none held past the deadline
+            assert "IT portal" in json.dumps(answer_in(run, "C1", ts)["blocks"])
         finally:
             for sock in idle:
                 sock.close()
