@@ -23,7 +23,15 @@ from tests.support.slack_world import World, build_world, running_bot
 from tests.support.teams_activities import ADMIN, CHANNEL, PERSONAL, TENANT
 from tests.support.teams_world import running_teams
 from tests.test_slack_bot import mention, wait_answers
-from tests.test_teams_bot import ask_in_channel, card_of, explain_action, messages, sent_id, thread_of
+from tests.test_teams_bot import (
+    ask_in_channel,
+    card_of,
+    explain_action,
+    messages,
+    sent_id,
+    thread_of,
+    wait_messages,
+)
 from threadwise.core.answer.llm import LLMAnswerer
 from threadwise.db.conversations import ThreadKey
 from threadwise.index.store import EvidenceIndex
@@ -151,3 +159,12 @@ def test_teams_presses_naming_another_conversations_answer_are_refused_privately
         run.connector.wait_for(lambda: messages(run, conversation)[1:])
         asked = [t.question for t in run.bot.conversations.history(ThreadKey("teams", TENANT, CHANNEL, root))]
         assert asked == ["how do I request a new laptop?", "Where do I return my old laptop?"]
+        second = run.connector.wait_for(lambda: messages(run, conversation)[1:])[0]
+        run.bot.wait_idle()
+        # Explain of her second answer, pressed as if from her first: explained, but only the pressed answer's
+        # own message may be marked, so the first one is not overwritten with the second's card
+        updates = len(run.connector.sent(conversation)) - len(messages(run, conversation))
+        assert press("explain", explain_action(second)["data"]) != NOT_HERE
+        assert "Why this answer?" in wait_messages(run, conversation, 3)[2].body["text"]
+        run.bot.wait_idle()
+        assert len(run.connector.sent(conversation)) - len(messages(run, conversation)) == updates
