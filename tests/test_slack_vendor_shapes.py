@@ -22,7 +22,7 @@ from tests.support.fake_slack import FakeSlack
 from tests.support.slack_events import find_action
 from tests.support.slack_world import ADMIN, Running, World, running_bot
 from threadwise.bot.http_server import HttpLimits
-from threadwise.bot.question import EXTERNAL
+from threadwise.bot.question import EXTERNAL, of_another_organisation
 
 FIXTURES = Path(__file__).parent / "fixtures" / "slack"
 LAPTOP = "how do I request a new laptop?"
@@ -234,6 +234,30 @@ def test_a_slack_connect_user_is_answered_when_let_in(world: World, slack: FakeS
     with running_bot(world, slack, allow_external_users=True) as run:
         ts = connect_mention(run)
         assert "IT portal" in json.dumps(answer_in(run, "CSHARED", ts)["blocks"])
+
+
+@pytest.mark.parametrize(
+    ("author", "ext_shared", "home", "external"),
+    [
+        ("T_SOURCE", True, ("T_INSTALLED", ""), True),  # another organisation's workspace
+        ("E_SOURCE", True, ("T_INSTALLED", ""), True),  # a Grid organisation names itself in user_team
+        (
+            "T_INSTALLED",
+            True,
+            ("", ""),
+            False,
+        ),  # our own user in a Connect channel (home from authorizations)
+        ("E_INSTALLED", True, ("T_INSTALLED", "E_INSTALLED"), False),  # our own Grid organisation
+        ("T_SISTER", False, ("T_INSTALLED", "E_INSTALLED"), False),  # a channel shared inside our Grid org
+        ("", True, ("T_INSTALLED", ""), False),  # no author team: nobody to call external
+    ],
+)
+def test_who_is_of_another_organisation(
+    author: str, ext_shared: bool, home: tuple[str, str], external: bool
+) -> None:
+    body = fixture("events_app_mention_slack_connect.json", {}) | {"is_ext_shared_channel": ext_shared}
+    event = {**body["event"], "user_team": author, "team": author}
+    assert of_another_organisation(body, event, home=home) is external
 
 
 # -- hostile shapes ------------------------------------------------------------------------------------------

@@ -46,7 +46,7 @@ def question_of(body: dict[str, Any], event: dict[str, Any], context: Any) -> Qu
     channel, user, ts = event.get("channel"), event.get("user"), event.get("ts")
     if not (isinstance(channel, str) and isinstance(user, str) and isinstance(ts, str)):
         return None
-    team = _installed_team(body) or body.get("team_id") or event.get("team") or context.team_id or ""
+    team = installed_in(body)[0] or body.get("team_id") or event.get("team") or context.team_id or ""
     text = plain_question(str(event.get("text") or ""), bot_user_id=context.bot_user_id or "")
     return Question(
         team=team,
@@ -60,12 +60,13 @@ def question_of(body: dict[str, Any], event: dict[str, Any], context: Any) -> Qu
     )
 
 
-def installed_in(body: dict[str, Any]) -> set[str]:
-    """The workspace and organisation the app is installed in that this event was delivered for: Slack names
-    them in the envelope's `authorizations` (in a Slack Connect channel the envelope's own `team_id` can be
-    the other organisation's)."""
+def installed_in(body: dict[str, Any]) -> tuple[str, str]:
+    """The workspace and organisation ("" where none) of the installation this event was delivered for: Slack
+    names them in the envelope's `authorizations` (in a Slack Connect channel the envelope's own `team_id` can
+    be the other organisation's); an org-wide install names only the organisation."""
     first = _authorization(body)
-    return {v for v in (first.get("team_id"), first.get("enterprise_id")) if isinstance(v, str) and v}
+    team, enterprise = first.get("team_id"), first.get("enterprise_id")
+    return (team if isinstance(team, str) else "", enterprise if isinstance(enterprise, str) else "")
 
 
 def of_another_organisation(body: dict[str, Any], event: dict[str, Any], *, home: Collection[str]) -> bool:
@@ -76,7 +77,7 @@ def of_another_organisation(body: dict[str, Any], event: dict[str, Any], *, home
     from an Enterprise Grid), else its `team`. A channel shared only inside one Enterprise Grid organisation
     has `is_ext_shared_channel: false` though its members' teams differ: those are the same organisation.
     Without a known author team or a known home, nobody is called external."""
-    homes = {h for h in home if h} | installed_in(body)
+    homes = {h for h in (*home, *installed_in(body)) if h}
     author = next((t for t in (event.get("user_team"), event.get("team")) if isinstance(t, str) and t), "")
     if not (homes and author) or author in homes:
         return False
@@ -86,11 +87,6 @@ def of_another_organisation(body: dict[str, Any], event: dict[str, Any], *, home
 def _authorization(body: dict[str, Any]) -> dict[str, Any]:
     auths = body.get("authorizations")
     return auths[0] if isinstance(auths, list) and auths and isinstance(auths[0], dict) else {}
-
-
-def _installed_team(body: dict[str, Any]) -> str:
-    team = _authorization(body).get("team_id")
-    return team if isinstance(team, str) else ""
 
 
 def refusal_of(question: Question, *, max_chars: int) -> str | None:

@@ -46,19 +46,24 @@ class Installation:
         """Bolt middleware: requests of another workspace or app are acknowledged and dropped. An event names
         the installation it is delivered for in `authorizations` (a Slack Connect event's own `team_id` may be
         the other organisation's); interactions and commands name the workspace in `team` / `team_id`."""
-        homes = installed_in(body)
+        installed_team, installed_enterprise = installed_in(body)
         team = body.get("team_id") or (body["team"].get("id") if isinstance(body.get("team"), dict) else None)
         app = body.get("api_app_id")
-        ours = (not self.team or not team or team == self.team) if not homes else self._ours(homes)
+        if installed_team or installed_enterprise:
+            ours = self._ours(installed_team, installed_enterprise)
+        else:
+            ours = not self.team or not team or team == self.team
         if not ours or (self.app and app and app != self.app):
             log.info("dropped a request of another workspace or app (%.20s, %.20s)", team, app)
             return BoltResponse(status=200, body="")
         next()
         return None
 
-    def _ours(self, homes: set[str]) -> bool:
-        known = {self.team, self.enterprise} - {""}
-        return not known or bool(known & homes)
+    def _ours(self, team: str, enterprise: str) -> bool:
+        """A workspace install is ours by its team, an org-wide one (no team) by its organisation."""
+        if team:
+            return not self.team or team == self.team
+        return not self.enterprise or enterprise == self.enterprise
 
     def external(self, body: dict[str, Any], event: dict[str, Any]) -> bool:
         """True for the author of `event` when they are of another organisation (Slack Connect) and not let
