@@ -5,14 +5,13 @@ atlassian-python-api underneath), JSON-RPC's POSTs included."""
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.support.fixture_server import serve
 from threadwise.connectors.confluence_dc_people import (
     parse_permission_sets,
     parse_space_permissions,
@@ -65,6 +64,7 @@ class Replies:
         self.calls: list[str] = []
 
     def get(self, path: str) -> tuple[int, Any]:
+        path = path.removeprefix("/confluence")
         if path == "/rest/api/space/PROJ/permissions" and self.rest_permissions:
             return 200, fixture("space_permissions.json")
         if path.startswith("/rest/api/user?") and ("key=" in path or "username=jsmith" in path):
@@ -74,7 +74,8 @@ class Replies:
         return 404, {"statusCode": 404, "message": f"null for uri: {path}"}
 
     def post(self, path: str, body: dict[str, Any]) -> tuple[int, Any]:
-        assert path == "/rpc/json-rpc/confluenceservice-v2" and body["jsonrpc"] == "2.0"
+        assert path == "/confluence/rpc/json-rpc/confluenceservice-v2" and body["jsonrpc"] == "2.0"
+        self.calls.append(f"POST {body['method']}")
         known = {
             ("getSpacePermissionSets", "PROJ"): "jsonrpc_getSpacePermissionSets.json",
             ("getUserByKey", KEY): "jsonrpc_getUserByKey.json",
@@ -85,39 +86,13 @@ class Replies:
 @pytest.fixture
 def dc() -> Iterator[tuple[Replies, PermissionReader]]:
     replies = Replies()
-
-    class Handler(BaseHTTPRequestHandler):
-        def log_message(self, *args: Any) -> None:
-            pass
-
-        def _send(self, status: int, body: Any) -> None:
-            data = json.dumps(body).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
-        def do_GET(self) -> None:  # noqa: N802
-            path = self.path.removeprefix("/confluence")
-            replies.calls.append(f"GET {path.split('?')[0]}")
-            self._send(*replies.get(path))
-
-        def do_POST(self) -> None:  # noqa: N802
-            path = self.path.removeprefix("/confluence")
-            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-            replies.calls.append(f"POST {body['method']}")
-            self._send(*replies.post(path, body))
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    url = f"http://127.0.0.1:{server.server_address[1]}/confluence"
-    rest = RestSession(ConfluenceSettings(url=url, personal_token="pat", max_retries=0))
-    try:
-        yield replies, PermissionReader(rest=rest, cloud=False)
-    finally:
-        rest.close()
-        server.shutdown()
+    with serve(replies.get, replies.post) as (root, calls):
+        replies.calls = calls
+        rest = RestSession(ConfluenceSettings(url=f"{root}/confluence", personal_token="pat", max_retries=0))
+        try:
+            yield replies, PermissionReader(rest=rest, cloud=False)
+        finally:
+            rest.close()
 
 
 def test_space_viewers_and_e_mails_through_rest(dc: tuple[Replies, PermissionReader]) -> None:
@@ -133,7 +108,10 @@ def test_space_viewers_and_e_mails_through_rest(dc: tuple[Replies, PermissionRea
     reader.complete_emails([KEY], directory=directory)
     assert directory.users[KEY].email == "jsmith@example.com" and directory.users[KEY].username == "jsmith"
     # the key gave the username, the mobile profile the address; JSON-RPC was not needed
-    assert replies.calls[-2:] == ["GET /rest/api/user", "GET /rest/mobile/1.0/profile/jsmith"]
+    assert replies.calls[-2:] == [
+        "GET /confluence/rest/api/user",
+        "GET /confluence/rest/mobile/1.0/profile/jsmith",
+    ]
 
 
 def test_before_9_1_and_without_the_mobile_profile_json_rpc_answers(
