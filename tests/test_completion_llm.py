@@ -120,3 +120,15 @@ def test_empty_reply_keeps_the_question(server: FakeOpenAI) -> None:
         LLMCompleter(chat=chat_for(server, max_retries=0)).complete("And TPM?", [FIRST]).question
         == "And TPM?"
     )
+
+
+def test_the_prompt_says_a_question_of_its_own_starts_a_new_topic(server: FakeOpenAI) -> None:
+    server.push("What is the capital of France?")
+    history = [FIRST, PastTurn(question="And TPM?", completed_question="What TPM did it use?", answer="2.0")]
+    completion = LLMCompleter(chat=chat_for(server, max_retries=0)).complete(
+        "What is the capital of France?", history
+    )
+    assert completion.question == "What is the capital of France?"
+    assert completion.method.startswith("llm (unchanged")  # not shown as "understood as"
+    system = " ".join(server.requests[0].body["messages"][0]["content"].split())
+    assert "starts a new topic" in system and "since the latest topic began" in system

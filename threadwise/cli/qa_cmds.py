@@ -179,7 +179,7 @@ def render_turn(view: TurnView, *, hint: str) -> str:
             view.answer, lambda n: f"[{n}]" if n in known else None, n_sources=max(known, default=0)
         )
         lines = [answer, ""]
-    if view.completed_question and view.completed_question != view.question:
+    if view.completed_question and view.completed_question.split() != view.question.split():  # changed it
         lines.insert(0, f"(understood as: {view.completed_question})\n")
     if view.cited_sources and not view.not_found:
         lines.append("Sources:")

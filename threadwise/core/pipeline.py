@@ -11,6 +11,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from threadwise.core.complete.conversation import past_turn
+from threadwise.core.complete.topic import settle
 from threadwise.core.protocols import Answerer, QuestionCompleter
 from threadwise.core.retrieve.retriever import Retrieval, Retriever
 from threadwise.core.types import Answer, Completion, Evidence, PastTurn, Scope
@@ -93,6 +94,10 @@ class Pipeline:
         timings: dict[str, float] = {}
         t = time.perf_counter()
         completion = self.completer.complete(question, history)
+        alone = None
+        if completion.alone:  # it may start a new topic: its own retrieval decides (complete/topic.py)
+            alone = self.retriever.retrieve(completion.alone, scope)
+            completion = settle(completion, alone)
         timings["completion"] = (time.perf_counter() - t) * 1000
 
         withheld = False
@@ -103,7 +108,10 @@ class Pipeline:
             timings["withheld_check"] = (time.perf_counter() - t) * 1000
 
         t = time.perf_counter()
-        retrieval = self.retriever.retrieve(completion.question, scope)
+        if alone is not None and alone.query == completion.question:
+            retrieval = alone
+        else:
+            retrieval = self.retriever.retrieve(completion.question, scope)
         timings["retrieval"] = (time.perf_counter() - t) * 1000
         timings.update({f"retrieval.{k}": v for k, v in retrieval.timings_ms.items()})
 

@@ -231,6 +231,10 @@ class Completion:
     question: str
     method: str  # "first-turn", "llm", or the fallback's method with the reason the LLM was not used
     calls: tuple[LLMCall, ...] = ()
+    # a follow-up that may start a new topic (core/complete/topic.py): the question as asked, and the pages the
+    # thread's current topic was answered from; the pipeline settles which to ask by the question's own retrieval
+    alone: str = ""
+    topic_pages: tuple[str, ...] = ()
 
 
 # --- answers

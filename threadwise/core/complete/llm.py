@@ -2,7 +2,9 @@
 
 `QuestionCompleter` is the interface; `LLMCompleter` rewrites with a chat model (prompts/complete_question.j2)
 and, when the model cannot be reached, falls back to an injected completer (the offline one) so that the
-conversation goes on. The first question of a conversation passes through without a call.
+conversation goes on. The first question of a conversation passes through without a call. The prompt has the
+offline completer's rule for topic switches: a question that stands on its own starts a new topic and is kept as
+it is, and a follow-up is completed from the latest topic only.
 """
 
 from __future__ import annotations
@@ -70,4 +72,6 @@ class LLMCompleter:
             fallback = self.fallback.complete(question, history)
             method = f"{fallback.method} (LLM unavailable: {err})"
             return Completion(question=fallback.question, method=method, calls=fallback.calls)
-        return Completion(question=clean_completion(call.completion) or question, method="llm", calls=(call,))
+        rewritten = clean_completion(call.completion) or question
+        method = "llm" if rewritten != question else "llm (unchanged: stands alone or a new topic)"
+        return Completion(question=rewritten, method=method, calls=(call,))

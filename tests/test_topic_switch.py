@@ -1,0 +1,210 @@
+"""Topic switches inside a thread (issue 28): a question that stands on its own starts a new topic, a follow-up
+follows the latest topic, in English and German; the offline completer and the sample-wiki thread end to end."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from threadwise.cli.qa_cmds import render_turn, use_docs
+from threadwise.core.complete.conversation import conversation_history
+from threadwise.core.complete.history import SEPARATOR, HistoryCompleter
+from threadwise.core.complete.topic import NEW_TOPIC, may_start_topic, settle, stands_alone, topic_start
+from threadwise.core.retrieve.retriever import Retrieval
+from threadwise.core.types import Hit, PastTurn
+from threadwise.db.conversations import ThreadKey
+from threadwise.settings import load_settings
+from threadwise.wiring import Threadwise
+
+ALICE = "What is Alice's action item from the October 14 meeting?"
+DUE = "and when is it due?"
+VACATION = "Wer ist im Urlaub?"
+FRANCE = "What is the capital of France?"
+
+
+def turns(*questions: str) -> list[PastTurn]:
+    """Answered turns, each asked as it stood, each answered from a page of its own."""
+    return [
+        PastTurn(question=q, completed_question=q, answer="", page_ids=(f"p{i}",))
+        for i, q in enumerate(questions)
+    ]
+
+
+def followed(question: str, *earlier: str, page: str) -> PastTurn:
+    """An answered follow-up: completed with the questions before it, answered from `page`."""
+    return PastTurn(
+        question=question,
+        completed_question=SEPARATOR.join([question, *earlier]),
+        answer="",
+        page_ids=(page,),
+    )
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        FRANCE,
+        VACATION,
+        "What is VirtIO?",
+        "Which BIOS version does the ThinkPad T14 Gen 3 need for the 4.2 upgrade?",
+        "By the way, what is TBOOT?",
+        "Gibt es einen Notfallkontakt für das Wochenende?",
+    ],
+)
+def test_questions_with_their_own_words_stand_alone(question: str) -> None:
+    assert stands_alone(question)
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        DUE,
+        "And what about TPM?",
+        "What about layer creation and changes?",
+        "Where is it located?",
+        "Did he also propose these ideas for OpenXT?",
+        "What was the reason?",
+        "Decision?",
+        "By whom?",
+        "Und was ist mit TPM?",
+        "Wo ist es zu finden?",
+        "Was war der Grund dafür?",
+        "Warum führt das zu viel Komplexität?",
+        "Sind diese von Microsoft signiert?",
+        "Welche Version war es?",
+        "basic approaches for testing OpenXT pull request processes?",
+    ],
+)
+def test_follow_up_cues_and_fragments_keep_a_question_on_the_topic(question: str) -> None:
+    assert not stands_alone(question)
+    assert not may_start_topic(question, [ALICE])
+
+
+def test_a_question_of_its_own_that_shares_words_with_the_topic_stays_on_it() -> None:
+    topic = ["What was the BIOS version used for Dell Optiplex 7040 in the OpenXT 9.0 measurement tests?"]
+    assert stands_alone("Which OpenXT 9.0.2 tests did Dell 9010 pass for the legacy system?")
+    assert not may_start_topic("Which OpenXT 9.0.2 tests did Dell 9010 pass for the legacy system?", topic)
+    # one word in common (the product) does not hold a long question of its own on the topic
+    assert may_start_topic(
+        "How many Intel CPU generations were tested during the OpenXT 7.0 hardware testing?", topic
+    )
+    # German compounds meet their parts
+    assert not may_start_topic(
+        "Welche Eingabegeräte sind vom Schutz betroffen?",
+        ["Welche Eigenschaften haben mit Eingabeschutz zu tun?"],
+    )
+
+
+def test_the_topic_starts_at_the_last_turn_asked_as_it_stood() -> None:
+    alice = turns(ALICE)[0]
+    due = followed(DUE, ALICE, page="p0")
+    assert topic_start([alice, due]) == 0
+    assert topic_start([alice, due, *turns(VACATION)]) == 2
+    # what people said in the thread without asking (no pages) starts no topic
+    assert topic_start(conversation_history([], said=["the build is red", "any idea?"])) == 0
+
+
+def retrieved(query: str, *, words: list[tuple[str, float]], meaning: list[tuple[str, float]]) -> Retrieval:
+    """A retrieval of `query`: the pages its words reach with their BM25 scores, and its dense hits (page, cosine),
+    one evidence per page, best first."""
+    lexical = [Hit(f"{p}:1", s, i) for i, (p, s) in enumerate(words, start=1)]
+    dense = [Hit(f"{p}:1", s, i) for i, (p, s) in enumerate(meaning, start=1)]
+    pages = [Hit(p, s, i) for i, (p, s) in enumerate(words, start=1)]
+    return Retrieval(query=query, evidences=[], lexical=lexical, dense=dense, pages=pages)
+
+
+def test_a_question_that_may_start_a_topic_is_completed_and_marked_and_settled_by_its_retrieval() -> None:
+    history = [*turns(ALICE), followed(DUE, ALICE, page="p0")]
+    c = HistoryCompleter().complete(f"  {FRANCE} ", history)
+    assert c.question == SEPARATOR.join([FRANCE, DUE, ALICE])  # what is asked unless settled
+    assert c.alone == FRANCE and c.topic_pages == ("p0",)
+    # it leads elsewhere, by its words and its meaning alike: a new topic
+    elsewhere = retrieved(FRANCE, words=[("geo", 9.0), ("p0", 1.0)], meaning=[("geo", 0.86), ("p0", 0.80)])
+    new = settle(c, elsewhere)
+    assert new.question == FRANCE and new.method == NEW_TOPIC and new.alone == ""
+    # none of its words is in the wiki (an English question): about none of the pages, a new topic too
+    assert settle(c, retrieved(FRANCE, words=[], meaning=[("p0", 0.75), ("geo", 0.74)])).question == FRANCE
+
+
+@pytest.mark.parametrize(
+    ("words", "meaning"),
+    [
+        ([("p0", 6.0), ("geo", 9.0)], [("geo", 0.86), ("p0", 0.80)]),  # the topic's page holds its words
+        ([("geo", 9.0)], [("geo", 0.86), ("p0", 0.85)]),  # the topic's page is as near in meaning
+        ([("geo", 9.0)], [("atlas", 0.86), ("geo", 0.85)]),  # words and meaning disagree: unsure
+    ],
+)
+def test_a_question_that_leads_to_the_topic_or_is_unsure_stays_on_it(
+    words: list[tuple[str, float]], meaning: list[tuple[str, float]]
+) -> None:
+    c = HistoryCompleter().complete(FRANCE, [*turns(ALICE), followed(DUE, ALICE, page="p0")])
+    kept = settle(c, retrieved(FRANCE, words=words, meaning=meaning))
+    assert kept.question == c.question and kept.alone == "" and "stays on the topic" in kept.method
+
+
+def test_a_german_question_without_a_word_in_english_pages_stays_on_the_topic() -> None:
+    question = "Welche Konfiguration wird empfohlen?"
+    c = HistoryCompleter().complete(question, turns("What is BuildBot used for?"))
+    assert c.alone == question
+    assert settle(c, retrieved(question, words=[], meaning=[("other", 0.82), ("p0", 0.79)])).alone == ""
+
+
+def test_a_follow_up_is_not_marked() -> None:
+    c = HistoryCompleter().complete(DUE, turns(ALICE))
+    assert c.question == f"{DUE}{SEPARATOR}{ALICE}" and c.alone == ""
+    assert settle(c, retrieved(DUE, words=[("geo", 1.0)], meaning=[("geo", 0.9)])) == c
+
+
+def test_a_follow_up_after_a_switch_follows_the_new_topic_only() -> None:
+    new = "Which BIOS version does the ThinkPad T14 Gen 3 need for the 4.2 upgrade?"
+    history = [*turns(ALICE), followed(DUE, ALICE, page="p0"), *turns(new)]
+    c = HistoryCompleter().complete("And what about its TPM?", history)
+    assert c.question == f"And what about its TPM?{SEPARATOR}{new}"
+    assert "topic since turn 3" in c.method
+    assert "Alice" not in c.question
+
+
+def test_german_follow_up_after_a_german_switch() -> None:
+    new = "Wie viel Resturlaub darf ich übertragen?"
+    history = [*turns(ALICE), followed(DUE, ALICE, page="p0"), *turns(new)]
+    c = HistoryCompleter().complete("Und bis wann muss er genommen werden?", history)
+    assert c.question == f"Und bis wann muss er genommen werden?{SEPARATOR}{new}"
+
+
+def test_without_topic_detection_the_whole_thread_is_one_topic() -> None:
+    c = HistoryCompleter(topics=False).complete(FRANCE, turns(ALICE, DUE, VACATION))
+    assert c.question == SEPARATOR.join([FRANCE, VACATION, DUE, ALICE]) and c.alone == ""
+
+
+def test_what_people_said_before_the_question_is_part_of_the_topic() -> None:
+    history = conversation_history([], said=["The nightly build on the Dell Optiplex is red again"])
+    c = HistoryCompleter().complete("Which BIOS does the Dell Optiplex run?", history)
+    assert c.question.startswith("Which BIOS does the Dell Optiplex run?" + SEPARATOR)
+
+
+@pytest.fixture(scope="module")
+def sample(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Threadwise]:
+    """The offline default over the sample wiki, indexed the way `chat` and `ask` index it."""
+    data_dir: Path = tmp_path_factory.mktemp("topics")
+    yield use_docs(Threadwise(settings=load_settings(env={}, data_dir=data_dir)), None)
+
+
+def test_trap_a_new_question_in_a_thread_is_not_answered_from_the_old_topic(sample: Threadwise) -> None:
+    """The thread of issue 28, asked in one thread as `chat` and `ask --thread` ask (the conversation service
+    remembers each turn), rendered as the CLI shows it."""
+    key = ThreadKey("cli", "local", "test", "issue-28")
+    views = {q: sample.conversations.ask(key, q) for q in (ALICE, DUE, VACATION, FRANCE)}
+    due = views[DUE]
+    assert "2024-10-18" in due.answer and ALICE in due.completed_question
+    assert "(understood as: " in render_turn(due, hint="")
+    vacation = views[VACATION]
+    assert vacation.completed_question == VACATION
+    assert vacation.sources[0].title == "Urlaubsregelung"
+    france = views[FRANCE]
+    assert france.completed_question == FRANCE and "understood as" not in render_turn(france, hint="")
+    assert "understood as" not in render_turn(replace(france, question=f"  {FRANCE}\n"), hint="")
+    assert france.not_found and not france.cited_sources, france.answer
+    assert "Alice" not in france.answer

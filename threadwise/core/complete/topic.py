@@ -1,0 +1,210 @@
+"""Topic switches inside a thread: does a question start a new topic, or follow the one before it?
+
+Two tests, both needed. By its words (pure): the question stands on its own — it opens with a question word,
+names something (two content words, or one that is a name: "What is VirtIO?", "Wer ist im Urlaub?") and
+carries no follow-up cue: no opening "and …", "what about …", "und …", "was ist mit …", no word that points
+back ("it", "these", "he", "es", "diese", "dafür") — and it shares no content word with the current topic's
+questions (two, for a long question: the product's name alone does not hold it there). By where it leads
+(`settle`, run by the pipeline with the index): retrieved alone, the question finds none of the pages the topic
+was answered from among its evidences. A follow-up that merely sounds self-contained ("What is the recommended
+configuration?" about BuildBot) still finds its page, and stays on the topic.
+
+A question that passes both is asked as it is, and starts the topic that later follow-ups are completed from.
+English and German; words are compared by their first letters, so "tests" meets "tested" and "Tests".
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Collection, Iterable, Sequence
+from dataclasses import replace
+
+from threadwise.core.language import is_german
+from threadwise.core.retrieve.retriever import Retrieval
+from threadwise.core.retrieve.tokenize import STOPWORDS
+from threadwise.core.types import Completion, Hit, PastTurn
+
+_WORD = re.compile(r"[^\W_]+(?:[.\-/][^\W_]+)*", re.UNICODE)
+_FOLD = str.maketrans({"ä": "ae", "ö": "oe", "ü": "ue", "ß": "ss"})
+
+# A question that opens with one of these continues what came before.
+_OPENERS = re.compile(
+    r"^\s*(?:and|but|or|so|also|then|plus|what about|how about|and what|same for|coming back|back to|"
+    r"und|aber|oder|also|dann|sowie|was ist mit|wie ist es mit|wie sieht es mit|und was|zurück zu|"
+    r"gleiches gilt|dasselbe)\b",
+    re.IGNORECASE,
+)
+# Words that point back to something said before (lower case: a capitalised "Sie" is the polite "you").
+_POINTING = frozenset(
+    """it its itself this these those they them their theirs he him his she her hers such same above
+    aforementioned former latter previous mentioned one ones
+    es dies diese dieser diesem diesen dieses dort dabei dafür dafuer damit davon dazu darauf darin daran darüber
+    darueber dasselbe derselbe dieselbe denselben er ihm ihn ihnen sein seine seinen seiner seinem ihre ihren
+    ihrer ihrem jene jener jenes sie""".split()
+)
+# Openings that ask a question in their own right; a fragment without one is elliptical unless it is long.
+_ASKING = frozenset(
+    """what which who whom whose when where why how is are was were do does did can could should would will
+    shall has have had may might must tell list name explain describe give
+    was welche welcher welches welchen welchem wer wen wem wessen wann wo woher wohin warum weshalb wieso wie
+    wozu wofür wofuer womit woran worauf ist sind war waren hat haben hatte hatten kann können koennen könnte
+    koennte soll sollte sollten muss müssen muessen gibt gab wird werden wurde wurden nenne nennen erkläre
+    erklaere beschreibe""".split()
+)
+# Lead-ins that say nothing about the topic ("by the way, what is TBOOT?").
+_LEAD_IN = re.compile(
+    r"^\s*(?:by the way|btw|finally|also|ok(?:ay)?|now|übrigens|uebrigens|abschließend|abschliessend|"
+    r"noch eine frage|one more question|another question)\s*[,:;-]?\s*",
+    re.IGNORECASE,
+)
+# Words of a question that name no topic.
+_EMPTY = (
+    STOPWORDS
+    | _POINTING
+    | _ASKING
+    | frozenset(
+        """please tell me know i'd like want need mean means meaning thing things anything something anyone
+    someone more else exactly actually really again still just about kind sort way much many
+    bitte mir mich sagen wissen möchte moechte gern gerne eigentlich genau noch mal etwas jemand irgendein
+    irgendeine viel viele mehr""".split()
+    )
+)
+STEM = 5  # letters a word is compared by
+LONG = 5  # content words of a question that needs two in common with its topic to stay on it
+
+
+def _words(text: str) -> list[str]:
+    return [w.lower() for w in _WORD.findall(text)]
+
+
+def _stem(word: str) -> str:
+    word = word.translate(_FOLD)
+    return word if any(c.isdigit() for c in word) else word[:STEM]
+
+
+def content_words(text: str) -> list[str]:
+    """The words of `text` that name what it is about (not question words, pronouns or stop words)."""
+    return [w for w in _words(text) if w not in _EMPTY and w.translate(_FOLD) not in _EMPTY and len(w) > 1]
+
+
+def _points_back(text: str) -> bool:
+    tokens = _WORD.findall(text)
+    for i, token in enumerate(tokens):
+        word = token.lower()
+        if word == "sie" and token != "sie":
+            continue  # "Sie": the polite "you"
+        if word == "es" and i > 0 and tokens[i - 1].lower() in ("gibt", "gab", "geht", "ging"):
+            continue  # "gibt es …": there is
+        if word in _POINTING:
+            return True
+        if word == "das" and (i == len(tokens) - 1 or tokens[i + 1][:1].islower()):
+            return True  # "das" before no noun (German nouns are capitalised): "Warum führt das zu …?"
+    return False
+
+
+def _names_something(word: str, position: int) -> bool:
+    """A word that names a thing by itself: a version, a number, or a capitalised word inside the sentence."""
+    return (
+        any(c.isdigit() for c in word)
+        or (position > 0 and word[:1].isupper())
+        or word[1:] != word[1:].lower()
+    )
+
+
+def stands_alone(question: str) -> bool:
+    """Whether `question` can be understood without the thread: it asks, with its own words, no follow-up cue."""
+    text = _LEAD_IN.sub("", question.strip())
+    if _OPENERS.match(text) or _points_back(text):
+        return False
+    own = content_words(text)
+    tokens = _WORD.findall(text)
+    if not tokens or tokens[0].lower() not in _ASKING or not own:
+        return (
+            False  # a fragment ("Decision?", "Isolation of display outputs?") goes on from what came before
+        )
+    if len(own) == 1:  # "What is VirtIO?", "Wer ist im Urlaub?" stand alone; "What was the reason?" does not
+        return any(_names_something(t, i) for i, t in enumerate(tokens) if t.lower() == own[0])
+    return True
+
+
+def shared_words(question: str, topic: Iterable[str]) -> int:
+    """How many of `question`'s content words the texts `topic` used (by their first letters, or as a part of
+    a German compound: "Schutz" in "Eingabeschutz")."""
+    seen = [w.translate(_FOLD) for text in topic for w in content_words(text)]
+    stems = {_stem(w) for w in seen}
+    shared = 0
+    for word in dict.fromkeys(w.translate(_FOLD) for w in content_words(question)):
+        if _stem(word) in stems or any(
+            min(len(word), len(w)) >= STEM and (word in w or w in word) for w in seen
+        ):
+            shared += 1
+    return shared
+
+
+def shares_topic(question: str, topic: Iterable[str]) -> bool:
+    """Whether `question` stays on the topic of the texts `topic`: a word of it, or two of a long question."""
+    own = len(set(content_words(question)))
+    return shared_words(question, topic) >= (2 if own >= LONG else 1)
+
+
+def may_start_topic(question: str, topic: Sequence[str]) -> bool:
+    """Whether `question`, asked after the questions `topic` (the current topic's, oldest first), may start a
+    new topic by its words: it stands alone and does not share the topic's words (`settle` decides)."""
+    return bool(topic) and stands_alone(question) and not shares_topic(question, topic)
+
+
+def topic_start(history: Sequence[PastTurn]) -> int:
+    """Where the thread's current topic begins: the last answered turn that was asked as it stood (a first
+    question, or one that started a new topic); what people said without asking (no pages) starts none."""
+    for i in range(len(history) - 1, 0, -1):
+        turn = history[i]
+        if turn.page_ids and turn.completed_question.split() == turn.question.split():
+            return i
+    return 0
+
+
+NEW_TOPIC = "new topic (stands alone, and retrieved alone it does not lead to the topic's pages)"
+LEXICAL_SHARE = (
+    0.4  # a topic page scoring this share of the best page's BM25 score holds the question's words
+)
+DENSE_GAP = 0.02  # a topic page's best evidence this close to the best evidence's cosine is where it leads
+
+
+def leads_to(alone: Retrieval, pages: Collection[str]) -> bool:
+    """Whether the question retrieved alone leads to one of `pages`: by its words (the page ranking's BM25 score
+    of a topic page against the best page's), or by meaning (the dense score of a topic page's best evidence
+    against the best one's; what counts for a question in another language than the pages)."""
+    best_page = alone.pages[0].score if alone.pages else 0.0
+    on_topic = [h.score for h in alone.pages if h.evidence_id in pages]
+    if best_page > 0 and on_topic and max(on_topic) >= LEXICAL_SHARE * best_page:
+        return True
+    if not alone.dense:
+        return False
+    near = [h.score for h in alone.dense if _page(h) in pages]
+    return bool(near) and alone.dense[0].score - max(near) <= DENSE_GAP
+
+
+def _page(hit: Hit) -> str:
+    return hit.evidence_id.partition(":")[0]
+
+
+def starts_anew(alone: Retrieval, question: str, pages: Collection[str]) -> bool:
+    """Whether `question`, retrieved alone (`alone`), starts a new topic rather than going on with `pages`.
+
+    None of its words in the wiki: it is about none of the pages, so it starts anew — when it is English (a
+    German question over English pages cannot match by its words, and stays). Otherwise it must be sure where it
+    leads (its best evidence by words and by meaning on one page), and lead there, not to the topic's pages."""
+    if not alone.lexical:
+        return not is_german(question)
+    sure = bool(alone.dense) and _page(alone.lexical[0]) == _page(alone.dense[0])
+    return sure and not leads_to(alone, pages)
+
+
+def settle(completion: Completion, alone: Retrieval) -> Completion:
+    """`completion` once its question was retrieved alone (`alone`): the question as asked when it starts a new
+    topic (`starts_anew`), else the completion with the topic."""
+    if not completion.alone:
+        return completion
+    if starts_anew(alone, completion.alone, set(completion.topic_pages)):
+        return Completion(question=completion.alone, method=NEW_TOPIC, calls=completion.calls)
+    return replace(completion, alone="", topic_pages=(), method=completion.method + "; stays on the topic")
