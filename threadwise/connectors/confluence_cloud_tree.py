@@ -81,6 +81,10 @@ class CloudTree:
             what = f"the ancestors of {node_type} {node_id}"
             reply = self.rest.get_json(path, {"limit": PAGE_SIZE}, what=what, space=self.space)
             batch = [(str(a["id"]), str(a.get("type") or "page")) for a in reply.get("results", [])]
+            if {nid for nid, _ in batch} & {nid for nid, _ in found}:  # a loop: never ask forever
+                raise ConfluenceError(
+                    f"Confluence gave a circular chain of ancestors for {node_type} {node_id}"
+                )
             found = batch + found
             if len(batch) < PAGE_SIZE:
                 return found
