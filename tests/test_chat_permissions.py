@@ -354,3 +354,21 @@ def test_teams_admin_everyone_command(teams: RunningTeams) -> None:
     assert teams.send.post(post).status_code == 200
     [reply] = wait_messages(teams, PERSONAL)
     assert "may view **DOCS**" in reply.body["text"]
+
+
+def test_an_unmapped_asker_who_gets_nothing_is_told_why(run: Running) -> None:
+    """Slack gives UNOMAIL no address: the not-found reply in the DM says no Confluence account matched and
+    what was searched instead; bob, matched by his address, gets the plain reply."""
+    budget = "What is the travel budget in euros?"  # FIN is not synced here: nobody finds it
+    unmapped = text_of(dm(run, "UNOMAIL", budget))
+    assert "couldn't match you to a Confluence account" in unmapped and "e-mail address" in unmapped
+    assert "couldn't match" not in text_of(dm(run, "UBOB", budget))
+
+
+def test_teams_an_unmapped_asker_who_gets_nothing_is_told_why(teams: RunningTeams) -> None:
+    budget = "What is the travel budget in euros?"  # FIN is not synced here: nobody finds it
+    # the member lookup gives the stranger no address
+    _, stranger = teams_ask(teams, budget, where="personal", user=STRANGER)
+    assert "couldn't match you to a Confluence account" in stranger.body["text"]
+    _, bobs = teams_ask(teams, budget, where="personal", user=BOB)  # mapped by his UPN
+    assert "couldn't match" not in bobs.body["text"]

@@ -95,8 +95,10 @@ def test_a_hidden_e_mail_gets_the_fallback_and_the_reason_then_the_admins_file_m
     # dave hides his: no Confluence account matches, so only the fallback, and the answer says why
     dave = cloud.ask("dave@corp.example")
     assert "302" not in {s["page_id"] for s in dave["sources"]} and "80k" not in dave["answer"]
-    assert "couldn't match you to a Confluence account" in dave["answer"]
-    assert "THREADWISE_CONFLUENCE_EMAILS" in dave["answer"]
+    assert dave["not_found"] and "couldn't match you to a Confluence account" in dave["unmapped_note"]
+    assert "THREADWISE_CONFLUENCE_EMAILS" in dave["unmapped_note"]
+    code, text = cloud.run("ask", SALARIES, "--as", "dave@corp.example")  # the plain reply says it too
+    assert "couldn't match you to a Confluence account" in text
     code, doctor = cloud.run("doctor")
     assert "2 Confluence users cannot be mapped" in doctor and "read only pages anonymous users may" in doctor
     # the admin adds dave and erin (the export of admin.atlassian.com: account id and e-mail); no re-sync
@@ -104,7 +106,7 @@ def test_a_hidden_e_mail_gets_the_fallback_and_the_reason_then_the_admins_file_m
     rows = [f"{ids[u]},{u.title()},{USERS[u][0]}" for u in ("dave", "erin")]
     cloud.emails_file.write_text("User id,User name,email\n" + "\n".join(rows) + "\n")
     dave = cloud.ask("dave@corp.example")
-    assert "302" in {s["page_id"] for s in dave["sources"]} and "couldn't match" not in dave["answer"]
+    assert "302" in {s["page_id"] for s in dave["sources"]} and dave["unmapped_note"] == ""
     code, doctor = cloud.run("doctor")
     assert "cannot be mapped" not in doctor and "(2 accounts)" in doctor
     # now everyone reads exactly what Confluence lets them

@@ -107,7 +107,7 @@ class ConversationService:
             withheld = result.withheld
             fields = {
                 "completed_question": result.completion.question,
-                "answer": self._with_unmapped_note(result.answer.text, result.answer.not_found, asker),
+                "answer": result.answer.text,
                 "not_found": result.answer.not_found,
                 "error": None,
                 "sources": source_dicts(result),
@@ -133,12 +133,8 @@ class ConversationService:
         turn_id = self.store.add_turn(conversation_id, asked_by=user, question=question, **fields)
         turn = self.store.turn(turn_id)
         assert turn is not None
-        return turn_view(turn, withheld=withheld)
-
-    def _with_unmapped_note(self, answer: str, not_found: bool, asker: Asker | None) -> str:
-        """A not-found answer to someone matched to no Confluence account says why they got the fallback."""
-        note = self.permissions.unmapped_note(asker) if self.permissions is not None and not_found else None
-        return f"{answer}\n\n{note}" if note else answer
+        note = self.permissions.unmapped_note(asker) if self.permissions and turn.not_found else None
+        return turn_view(turn, withheld=withheld, unmapped_note=note or "")
 
     def _scopes(self, asker: Asker | None, spaces: Sequence[str] | None) -> tuple[Scope, Scope | None]:
         """The scope of this conversation, and (not private, asker known) what the asker alone may read."""

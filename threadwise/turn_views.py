@@ -42,6 +42,9 @@ class TurnView:
     # in a conversation that is not private, pages only the asker may read would have been among the evidence:
     # the front end tells the asker privately to ask in a direct message (never stored: it is about the asker)
     withheld: bool = False
+    # per-user, private: no Confluence account matched the asker, so only the fallback was searched; the front
+    # end adds this to a not-found reply (never stored: it is about the asker)
+    unmapped_note: str = ""
 
     @property
     def cited_sources(self) -> list[SourceView]:
@@ -84,7 +87,7 @@ def source_dicts(result: TurnResult) -> list[dict[str, Any]]:
     return out
 
 
-def turn_view(turn: StoredTurn, *, withheld: bool = False) -> TurnView:
+def turn_view(turn: StoredTurn, *, withheld: bool = False, unmapped_note: str = "") -> TurnView:
     cited = set(turn.cited)
     sources = [
         SourceView(
@@ -116,4 +119,5 @@ def turn_view(turn: StoredTurn, *, withheld: bool = False) -> TurnView:
         follow_ups=list(turn.follow_ups),
         timings_ms=dict(turn.timings),
         withheld=withheld,
+        unmapped_note=unmapped_note,
     )

@@ -111,9 +111,8 @@ def _not_found_mrkdwn(turn: TurnView) -> str:
         text += "\nClosest pages I looked at: " + ", ".join(
             link(s.url, truncate(s.title or s.label, LABEL_CHARS)) for s in closest
         )
-    return (
-        text + "\nTry other words, or ask an admin whether the right space is synced (`/threadwise status`)."
-    )
+    text += "\nTry other words, or ask an admin whether the right space is synced (`/threadwise status`)."
+    return text + (f"\n{turn.unmapped_note}" if turn.unmapped_note else "")
 
 
 def answer_message(turn: TurnView, *, explain_state: str = "ready", feedback_buttons: bool = True) -> Message:

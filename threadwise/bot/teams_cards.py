@@ -67,9 +67,8 @@ def answer_text(turn: TurnView) -> str:
             text += "\n\nClosest pages I looked at: " + ", ".join(
                 link(s.url, s.title or s.label) for s in closest
             )
-        return (
-            text + "\n\nTry other words, or ask an admin whether the right space is synced (`admin status`)."
-        )
+        text += "\n\nTry other words, or ask an admin whether the right space is synced (`admin status`)."
+        return text + (f"\n\n{escape(turn.unmapped_note)}" if turn.unmapped_note else "")
     numbers = {s.number for s in turn.sources}
     body = rewrite_citations(
         escape(turn.answer), lambda n: f"[{n}]" if n in numbers else None, n_sources=max(numbers, default=0)

@@ -172,6 +172,7 @@ def render_turn(view: TurnView, *, hint: str) -> str:
         lines = [NOT_FOUND_PLAIN]
         if groups:
             lines.append("Closest pages: " + "; ".join(f"{_numbers(n)} {s.title}" for n, s in groups[:3]))
+        lines += [view.unmapped_note] if view.unmapped_note else []
         lines.append("")
     else:
         known = {s.number for s in view.sources}
@@ -278,6 +279,7 @@ def ask(args: argparse.Namespace, build: Build) -> int:
                     "follow_ups": view.follow_ups,
                     "timings_ms": view.timings_ms,
                     "withheld": view.withheld,
+                    "unmapped_note": view.unmapped_note,
                 },
                 ensure_ascii=False,
                 indent=2,
