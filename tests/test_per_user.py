@@ -226,3 +226,23 @@ def test_a_folder_of_pages_answers_without_confluence_permissions(
     code = main(["--data-dir", str(tmp_path), "ask", "Who is on call for a severity 1 incident?", "--json"])
     out = capsys.readouterr().out
     assert code == 0 and json.loads(out)["sources"]
+
+
+def test_a_space_granted_to_a_single_user(cli: Cli) -> None:
+    """FIN granted to carol by name (Data Center: a `userKey` subject; Cloud: a user principal) besides the
+    finance group."""
+    cli.fake.people.grants["FIN"] = SpaceGrant(users=["carol"], groups=["finance"])
+    cli.sync()
+    assert "900" in cli.pages(BUDGET, "carol@example.com")  # by name
+    assert "900" in cli.pages(BUDGET, "bob@example.com")  # by group
+    assert "900" not in cli.pages(BUDGET, "alice@example.com")
+
+
+def test_a_space_anonymous_users_may_view(cli: Cli) -> None:
+    """Whatever anonymous users may view, everyone may: a person without a Confluence account and alice (in
+    no group FIN names) read FIN in a DM; a channel still does not, as FIN is not declared."""
+    cli.fake.people.grants["FIN"] = SpaceGrant(groups=["finance"], anonymous=True)
+    cli.sync()
+    assert "900" in cli.pages(BUDGET, "nobody@elsewhere.example")
+    assert "900" in cli.pages(BUDGET, "alice@example.com")
+    assert "900" not in cli.pages(BUDGET, "bob@example.com", channel=True)
