@@ -47,9 +47,13 @@ _ASKING = frozenset(
     """what which who whom whose when where why how is are was were do does did can could should would will
     shall has have had may might must tell list name explain describe give
     was welche welcher welches welchen welchem wer wen wem wessen wann wo woher wohin warum weshalb wieso wie
-    wozu wofür wofuer womit woran worauf ist sind war waren hat haben hatte hatten kann können koennen könnte
+    wozu wofür wofuer womit woran worauf wonach wovon worüber worueber ist sind war waren hat haben hatte hatten kann können koennen könnte
     koennte soll sollte sollten muss müssen muessen gibt gab wird werden wurde wurden nenne nennen erkläre
     erklaere beschreibe""".split()
+)
+# A question word may follow a preposition: "For which values …?", "Bei welchen Maschinen …?".
+_PREPOSITIONS = frozenset(
+    "for in on at by with from to of during about bei für fuer in mit von nach an auf zu aus über ueber während".split()
 )
 # Lead-ins that say nothing about the topic ("by the way, what is TBOOT?").
 _LEAD_IN = re.compile(
@@ -111,6 +115,18 @@ def _names_something(word: str, position: int) -> bool:
     )
 
 
+def _asks(tokens: Sequence[str], text: str) -> bool:
+    """Whether the question opens with a question word, after a preposition, or after a leading phrase and a
+    comma ("in qemu 2.6.2 uprev testing, was the installation … successful?")."""
+    words = [t.lower() for t in tokens]
+    if words[:1] and words[0] in _ASKING:
+        return True
+    if len(words) > 1 and words[0] in _PREPOSITIONS and words[1] in _ASKING:
+        return True
+    after_comma = _WORD.findall(text.partition(",")[2])
+    return bool(after_comma) and after_comma[0].lower() in _ASKING
+
+
 def stands_alone(question: str) -> bool:
     """Whether `question` can be understood without the thread: it asks, with its own words, no follow-up cue."""
     text = _LEAD_IN.sub("", question.strip())
@@ -118,7 +134,7 @@ def stands_alone(question: str) -> bool:
         return False
     own = content_words(text)
     tokens = _WORD.findall(text)
-    if not tokens or tokens[0].lower() not in _ASKING or not own:
+    if not own or not _asks(tokens, text):
         return (
             False  # a fragment ("Decision?", "Isolation of display outputs?") goes on from what came before
         )
@@ -164,9 +180,9 @@ def topic_start(history: Sequence[PastTurn]) -> int:
 
 
 NEW_TOPIC = "new topic (stands alone, and retrieved alone it does not lead to the topic's pages)"
-LEXICAL_SHARE = (
-    0.4  # a topic page scoring this share of the best page's BM25 score holds the question's words
-)
+# Measured on the dev split and the topic-switch set (bench/topic_switch.py); the README has the numbers.
+LEXICAL_SHARE = 0.6  # a topic page with this share of the best page's BM25 score holds the question's words
+SURE_DEPTH = 2  # the best page by words among this many best by meaning (or the other way round): sure
 DENSE_GAP = 0.02  # a topic page's best evidence this close to the best evidence's cosine is where it leads
 
 
@@ -193,10 +209,16 @@ def starts_anew(alone: Retrieval, question: str, pages: Collection[str]) -> bool
 
     None of its words in the wiki: it is about none of the pages, so it starts anew — when it is English (a
     German question over English pages cannot match by its words, and stays). Otherwise it must be sure where it
-    leads (its best evidence by words and by meaning on one page), and lead there, not to the topic's pages."""
+    leads — the best page by words among the first by meaning or the other way round, or its first two evidences
+    on one page — and lead there, not to the topic's pages. A follow-up that sounds self-contained but leads
+    nowhere in particular ("Welche Konfiguration wird empfohlen?") stays on the topic."""
     if not alone.lexical:
         return not is_german(question)
-    sure = bool(alone.dense) and _page(alone.lexical[0]) == _page(alone.dense[0])
+    by_words = [_page(h) for h in alone.lexical[:SURE_DEPTH]]
+    by_meaning = [_page(h) for h in alone.dense[:SURE_DEPTH]]
+    first = [e.page_id for e in alone.evidences[:2]]
+    sure = bool(by_meaning) and (by_words[0] in by_meaning or by_meaning[0] in by_words)
+    sure = sure or (len(first) == 2 and first[0] == first[1])
     return sure and not leads_to(alone, pages)
 
 
