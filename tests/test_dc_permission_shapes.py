@@ -61,6 +61,7 @@ class Replies:
     def __init__(self) -> None:
         self.rest_permissions = True  # False: before 9.1 (404)
         self.mobile = True
+        self.ghost = False  # JSON-RPC also names a user Confluence no longer knows
         self.calls: list[str] = []
 
     def get(self, path: str) -> tuple[int, Any]:
@@ -80,7 +81,11 @@ class Replies:
             ("getSpacePermissionSets", "PROJ"): "jsonrpc_getSpacePermissionSets.json",
             ("getUserByKey", KEY): "jsonrpc_getUserByKey.json",
         }
-        return 200, fixture(known.get((body["method"], *body["params"]), "jsonrpc_error.json"))
+        reply = fixture(known.get((body["method"], *body["params"]), "jsonrpc_error.json"))
+        if body["method"] == "getSpacePermissionSets" and self.ghost:  # a user rest/api/user no longer knows
+            view = next(s for s in reply["result"] if s["type"] == "VIEWSPACE")
+            view["spacePermissions"].append({"type": "VIEWSPACE", "userName": "ghost", "groupName": None})
+        return 200, reply
 
 
 @pytest.fixture
@@ -118,10 +123,10 @@ def test_before_9_1_and_without_the_mobile_profile_json_rpc_answers(
     dc: tuple[Replies, PermissionReader],
 ) -> None:
     replies, reader = dc
-    replies.rest_permissions, replies.mobile = False, False
+    replies.rest_permissions, replies.mobile, replies.ghost = False, False, True
     directory = Directory()
     viewers = reader.space_viewers("PROJ", space_id="", directory=directory)
-    # JSON-RPC names jsmith by username: his key comes from rest/api/user?username=
+    # JSON-RPC names jsmith by username: his key comes from rest/api/user?username= (ghost's 404: left out)
     assert viewers.error == "" and viewers.users == (KEY,) and viewers.groups == ("confluence-users",)
     assert "POST getSpacePermissionSets" in replies.calls
     reader.complete_emails([KEY], directory=directory)

@@ -193,7 +193,7 @@ class PermissionReader:
     def _dc_viewers(self, space: str, directory: Directory) -> SpaceViewers:
         grants = self.dc.space_grants(space)
         users = [directory.user({"userKey": key}) for key in grants.user_keys]
-        users += [directory.user(self.dc.user_by_name(name)) for name in grants.usernames]
+        users += [directory.user(entry) for entry in self.dc.users_by_name(grants.usernames)]
         groups = [directory.group({"name": name}, cloud=False) for name in grants.groups]
         return SpaceViewers(space, grants.anonymous, _ids(users), _ids(groups))
 
