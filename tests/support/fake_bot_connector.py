@@ -3,13 +3,14 @@
 It answers what the Teams SDK calls when a bot replies, with the connector's JSON shapes, so the real
 `microsoft_teams.apps.App` can be driven against it (activities carry `serviceUrl = connector.url`):
 
-    POST /v3/conversations/{conversation}/activities               send (typing, messages) -> {"id": …}
-    POST /v3/conversations/{conversation}/activities/{activity}    reply to an activity    -> {"id": …}
-    PUT  /v3/conversations/{conversation}/activities/{activity}    update an activity      -> {"id": …}
+    POST /v3/conversations/{conversation}/activities               send (typing, messages) -> 201 {"id": …}
+    POST /v3/conversations/{conversation}/activities/{activity}    reply to an activity    -> 201 {"id": …}
+    PUT  /v3/conversations/{conversation}/activities/{activity}    update an activity      -> 200 {"id": …}
     GET  /v3/conversations/{conversation}/members/{member}         one member (e-mail, UPN) -> TeamsChannelAccount
-    POST /v3/conversations                                          a personal chat with a user -> {"id": …}
+    POST /v3/conversations                                          a personal chat -> 201 {"id", "serviceUrl"}
     GET  /v1/.well-known/openidconfiguration, /v1/.well-known/keys  the signing keys the bot checks tokens with
 
+The statuses are the Connector API's (a new activity or conversation is "201 Created", an update "200 OK").
 Like the real connector it keeps the activities it was sent (an update of an unknown activity gets 404);
 `fail(status, when=…)` refuses the next matching call once; `refuse(method, status)` the next member lookup
 ("member") or conversation creation ("create"). Members are looked up in `members` by their Teams id or
@@ -136,13 +137,13 @@ class FakeBotConnector:
             def _create(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
                 members = body.get("members") or [{}]
-                status = connector._refused("create") or 200
+                status = connector._refused("create") or 201
                 conversation = f"a:personal-{members[0].get('id', '')}"
                 connector._record("create", conversation, "", body, self, status)
-                if status != 200:
+                if status != 201:
                     self._json(status, {"error": {"code": "Forbidden", "message": "refused by the test"}})
                 else:
-                    self._json(200, {"id": conversation, "serviceUrl": connector.url})
+                    self._json(status, {"id": conversation, "serviceUrl": connector.url})
 
             def do_PUT(self) -> None:
                 self._activity("PUT")
@@ -213,7 +214,7 @@ class FakeBotConnector:
             new_id = str(next(self._ids))
             if body.get("type") != "typing":
                 kept[new_id] = {**body, "id": new_id, "replyToId": target or body.get("replyToId")}
-            return 200, {"id": new_id}
+            return 201, {"id": new_id}
 
     def _record(
         self,
@@ -237,7 +238,7 @@ class FakeBotConnector:
                 c
                 for c in self.calls
                 if c.method in ("send", "reply", "update")
-                and c.status == 200
+                and 200 <= c.status < 300
                 and c.body.get("type", "message") == kind
                 and (conversation is None or c.conversation == conversation)
             ]
