@@ -132,3 +132,13 @@ def test_the_prompt_says_a_question_of_its_own_starts_a_new_topic(server: FakeOp
     assert completion.method.startswith("llm (unchanged")  # not shown as "understood as"
     system = " ".join(server.requests[0].body["messages"][0]["content"].split())
     assert "starts a new topic" in system and "since the latest topic began" in system
+
+
+def test_the_offline_fallback_keeps_a_possible_new_topic_for_the_pipeline(server: FakeOpenAI) -> None:
+    from threadwise.core.complete.history import HistoryCompleter
+
+    server.fail(503, times=None)
+    completer = LLMCompleter(chat=chat_for(server, max_retries=0), fallback=HistoryCompleter())
+    completion = completer.complete("What is the capital of France?", [FIRST])
+    assert completion.alone == "What is the capital of France?" and completion.topic_pages == ("p1",)
+    assert "LLM unavailable" in completion.method

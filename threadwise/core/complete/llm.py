@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import replace
 
 from threadwise.core.chat import timed_chat
 from threadwise.core.prompts import Prompts
@@ -71,7 +72,7 @@ class LLMCompleter:
                 raise
             fallback = self.fallback.complete(question, history)
             method = f"{fallback.method} (LLM unavailable: {err})"
-            return Completion(question=fallback.question, method=method, calls=fallback.calls)
+            return replace(fallback, method=method)  # keeps what may start a new topic, for the pipeline
         rewritten = clean_completion(call.completion) or question
         method = "llm" if rewritten != question else "llm (unchanged: stands alone or a new topic)"
         return Completion(question=rewritten, method=method, calls=(call,))
