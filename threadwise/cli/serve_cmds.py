@@ -221,7 +221,8 @@ def _per_user_check(tw: Threadwise) -> Check:
         word = "user cannot" if len(unmapped) == 1 else "users cannot"
         text += (
             f"; {len(unmapped)} Confluence {word} be mapped to a chat user, as Confluence shows no e-mail "
-            f"address (Cloud privacy settings, CONFCLOUD-72205): {names}. They read only {FALLBACK}, and are "
+            "address (Cloud: the user's privacy settings, CONFCLOUD-72205; Data Center: neither the mobile "
+            f"profile nor JSON-RPC gave one): {names}. They read only {FALLBACK}, and are "
             f"told why; map them in {SETTING} (a CSV of account id and e-mail, e.g. the users export of "
             "admin.atlassian.com)"
         )
