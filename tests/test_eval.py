@@ -128,3 +128,44 @@ def test_conversational_eval_completes_follow_ups_with_the_conversation(
     assert report["questions"] == 2 and report["by_turn"]["2"] == 1.0
     assert report["config"]["completer"] == "history" and report["config"]["answerer"] is None
     assert "token_f1" not in report  # retrieval only: nothing answered
+
+
+def test_not_found_rate_is_split_by_answerability_and_kind() -> None:
+    """For answerable questions "not found" is wrong, for questions without gold pages right: a set holding
+    both reports each, and the unanswerable ones by kind; recall counts the answerable ones only."""
+    from threadwise.core.types import NOT_FOUND_PLAIN
+    from threadwise.evaluation.dataset import QATurn
+    from threadwise.evaluation.run import _answer_report
+
+    def turn(gold: frozenset[str], kind: str = "") -> QATurn:
+        return QATurn("1", 1, "q", "q", gold, "passage", "simple", "Alice" if gold else "", kind)
+
+    answered = "Alice owns it. [Source 1]"
+    predictions = [
+        (turn(frozenset({"p"})), answered),
+        (turn(frozenset({"p"})), answered),
+        (turn(frozenset(), "near-miss"), NOT_FOUND_PLAIN),
+        (turn(frozenset(), "near-miss"), answered),
+        (turn(frozenset(), "out-of-domain"), NOT_FOUND_PLAIN),
+    ]
+    report = _answer_report(predictions, [1.0] * 5)
+    assert report["not_found_rate"] == 0.4
+    assert report["not_found_rate_answerable"] == 0.0
+    assert report["not_found_rate_unanswerable"] == round(2 / 3, 4)
+    assert report["not_found_by_kind"] == {"near-miss": 0.5, "out-of-domain": 1.0}
+    assert report["token_recall"] == 1.0  # the unanswerable ones' empty gold is not scored
+
+
+def test_eval_of_unanswerable_questions_scores_retrieval_on_the_answerable_ones(
+    tmp_path: Path, hashing_embedder: None
+) -> None:
+    unanswerable = {**qa_turn("2", "What is 17 times 23?", "What is 17 times 23?"), "a_url": [], "a": ""}
+    turns = [qa_turn("1", QUESTION, QUESTION), {**unanswerable, "kind": "out-of-domain"}]
+    assert main(eval_args(tmp_path, "--answers", turns=turns)) == 0
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert report["questions"] == 2 and report["answerable_questions"] == 1 and report["hit_at_10"] == 1.0
+    assert set(report["not_found_by_kind"]) == {"out-of-domain"}
+    assert (
+        report["not_found_rate"]
+        == (report["not_found_rate_answerable"] + report["not_found_rate_unanswerable"]) / 2
+    )

@@ -106,6 +106,7 @@ def _progress_bars() -> Callable[[str, int, int], None]:
 def print_table(report: dict[str, Any]) -> None:
     keys = [
         "questions",
+        "answerable_questions",
         "p_at_1",
         "hit_at_10",
         "mrr_at_10",
@@ -116,6 +117,9 @@ def print_table(report: dict[str, Any]) -> None:
         "token_f1",
         "median_words",
         "not_found_rate",
+        "not_found_rate_answerable",
+        "not_found_rate_unanswerable",
+        "not_found_by_kind",
         "answer_ms_p50",
         "answer_ms_p95",
         "answer_relevance",

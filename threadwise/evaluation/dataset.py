@@ -28,6 +28,14 @@ class QATurn:
     source: str  # passage | list | table
     qtype: str  # simple | complex
     answer: str
+    # what an unanswerable question is ("near-miss": about the wiki, which does not hold it; "out-of-domain");
+    # "" for a question with gold pages
+    kind: str = ""
+
+    @property
+    def answerable(self) -> bool:
+        """Whether the set names pages that answer it (an unanswerable question has `a_url: []`)."""
+        return bool(self.gold_pages)
 
 
 def load_conversations(path: Path, lang: str) -> list[list[QATurn]]:
@@ -47,6 +55,7 @@ def load_conversations(path: Path, lang: str) -> list[list[QATurn]]:
                     source=t.get("a_source", ""),
                     qtype=t.get("q_type", ""),
                     answer=t.get("a", ""),
+                    kind=t.get("kind", ""),
                 )
             )
         conversations.append(turns)

@@ -138,6 +138,7 @@ def run_eval(
     answer_ms: list[float] = []
     predictions: list[tuple[QATurn, str]] = []
     explain_rows: list[dict[str, Any]] = []
+    asked = 0
     for conversation in conversations:
         history: list[PastTurn] = []
         for turn in conversation:
@@ -148,8 +149,9 @@ def run_eval(
             history.append(result.as_past_turn())
             query_ms.append(result.timings_ms["retrieval"])
             rank = rank_of_gold([e.page_id for e in result.sources], turn.gold_pages)
-            ranks.append(rank)
-            rows.append((turn, rank))
+            if turn.answerable:  # a question without gold pages has no rank to score
+                ranks.append(rank)
+                rows.append((turn, rank))
             if not answering:
                 continue
             answer_ms.append(result.timings_ms["answer"])
@@ -164,11 +166,13 @@ def run_eval(
                         index=index,
                     )
                 )
-        progress("questions", len(ranks), total_questions)
+        asked += len(conversation)
+        progress("questions", asked, total_questions)
 
     scores = retrieval_scores(ranks)
     report: dict[str, Any] = {
-        "questions": scores.questions,
+        "questions": total_questions,
+        "answerable_questions": scores.questions,
         "p_at_1": round(scores.p_at_1, 4),
         "hit_at_10": round(scores.hit_at_10, 4),
         "mrr_at_10": round(scores.mrr_at_10, 4),
@@ -203,7 +207,7 @@ def run_eval(
     if predictions:
         report.update(_answer_report(predictions, answer_ms))
         if judge is not None:
-            report.update(_judge_report(judge, predictions))
+            report.update(_judge_report(judge, [r for r in predictions if r[0].answerable]))
     if cfg.explain:
         report.update(_explain_report(explain_rows))
     return report
@@ -217,17 +221,35 @@ def _p1_by(rows: Sequence[tuple[QATurn, int | None]], key: Callable[[QATurn], st
 
 
 def _answer_report(predictions: Sequence[tuple[QATurn, str]], answer_ms: Sequence[float]) -> dict[str, Any]:
+    """Token recall and F1 against the gold answers of the answerable questions; `not_found_rate` over all
+    questions (for answerable ones the share wrongly not found, for a set without gold pages the share rightly
+    so), split by answerability when a set holds both and by `kind` when its unanswerable questions say which."""
+    from threadwise.core.answer.citations import is_not_found
     from threadwise.evaluation.answer_metrics import score_answers
 
-    s = score_answers([p for _, p in predictions], [t.answer for t, _ in predictions])
-    return {
-        "token_recall": round(s.token_recall, 4),
-        "token_f1": round(s.token_f1, 4),
-        "median_words": s.median_words,
-        "not_found_rate": round(s.not_found_rate, 4),
-        "answer_ms_p50": round(_percentile(answer_ms, 0.5), 1),
-        "answer_ms_p95": round(_percentile(answer_ms, 0.95), 1),
-    }
+    def rate(rows: Sequence[tuple[QATurn, str]]) -> float:
+        return round(sum(is_not_found(p) for _, p in rows) / len(rows), 4)
+
+    answerable = [(t, p) for t, p in predictions if t.answerable]
+    unanswerable = [(t, p) for t, p in predictions if not t.answerable]
+    report: dict[str, Any] = {}
+    if answerable:
+        s = score_answers([p for _, p in answerable], [t.answer for t, _ in answerable])
+        report |= {
+            "token_recall": round(s.token_recall, 4),
+            "token_f1": round(s.token_f1, 4),
+            "median_words": s.median_words,
+        }
+    report["not_found_rate"] = rate(predictions)
+    if answerable and unanswerable:
+        report["not_found_rate_answerable"] = rate(answerable)
+        report["not_found_rate_unanswerable"] = rate(unanswerable)
+    kinds = sorted({t.kind for t, _ in unanswerable if t.kind})
+    if kinds:
+        report["not_found_by_kind"] = {k: rate([r for r in unanswerable if r[0].kind == k]) for k in kinds}
+    report["answer_ms_p50"] = round(_percentile(answer_ms, 0.5), 1)
+    report["answer_ms_p95"] = round(_percentile(answer_ms, 0.95), 1)
+    return report
 
 
 def _judge_report(judge: Any, predictions: Sequence[tuple[QATurn, str]]) -> dict[str, Any]:
