@@ -36,6 +36,10 @@ class Settings:
     permissions: str = (
         "open-pages"  # THREADWISE_PERMISSIONS: open-pages | per-user | off (`permissions_policy`)
     )
+    # the gap report (`threadwise report`): a page not modified for longer than this is stale
+    # (THREADWISE_STALE_AFTER_DAYS), and whether it names who asked (THREADWISE_REPORT_SHOWS_ASKERS, off)
+    stale_after_days: int = 730
+    report_shows_askers: bool = False
 
     def get(self, name: str, default: str = "") -> str:
         return self.env.get(name, default)
@@ -108,6 +112,8 @@ def load_settings(
         reranker_model=merged.get("THREADWISE_RERANKER_MODEL") or None,
         top_k=_int(merged, "THREADWISE_TOP_K", 10),
         permissions=permissions_policy(merged),
+        stale_after_days=_int(merged, "THREADWISE_STALE_AFTER_DAYS", 730),
+        report_shows_askers=env_flag(merged, "THREADWISE_REPORT_SHOWS_ASKERS", False),
     )
 
 

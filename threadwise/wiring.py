@@ -28,6 +28,7 @@ if TYPE_CHECKING:  # the types only: these modules load late, when a command fir
     from threadwise.index.store import EvidenceIndex
     from threadwise.models.llm_settings import LLMSettings
     from threadwise.permissions import PermissionService
+    from threadwise.reports.service import GapReports
     from threadwise.sync.admin import AdminService
     from threadwise.sync.leader import LeaderElection, SyncLock
     from threadwise.sync.scheduler import SyncScheduler
@@ -276,6 +277,18 @@ class Threadwise:
             counterfactual_answerer=lambda: self.counterfactual_answerer,
             claims=self.claims,
             permissions=self.permissions,
+        )
+
+    @cached_property
+    def gap_reports(self) -> GapReports:
+        """The knowledge-gap report for admins (`threadwise report`; the App Home's top groups, as a file)."""
+        from threadwise.reports.service import GapReports
+
+        return GapReports(
+            sessions=self.sessions,
+            embedder=self.similarity_embedder,
+            stale_after_days=self.settings.stale_after_days,
+            shows_askers=self.settings.report_shows_askers,
         )
 
     @cached_property

@@ -28,6 +28,7 @@ COMMAND_MODULES = (
     "threadwise.cli.serve_cmds",
     "threadwise.cli.data_cmds",
     "threadwise.cli.teams_cmds",
+    "threadwise.cli.report_cmd",
 )
 
 
