@@ -165,19 +165,13 @@ class TeamsBot:
             )
         return Asker(email=email, private=is_personal(place))
 
-    def may_see(self, place: Place, turn: TurnView) -> bool:
-        """Whether whoever pressed a button in `place` may be shown more of the stored answer `turn`."""
-        return self.conversations.may_see(turn, self.asker(place))
-
     def pressed(self, place: Place, value: object) -> Pressed:
         """The answer a press in `place` names, if it is this conversation's and the presser may see it."""
-        return pressed_turn(
-            self.conversations,
-            value,
-            key=place.key,
-            may_see=lambda turn: self.may_see(place, turn),
-            user=place.user,
-        )
+
+        def may_see(turn: TurnView) -> bool:
+            return self.conversations.may_see(turn, self.asker(place))
+
+        return pressed_turn(self.conversations, value, key=place.key, may_see=may_see, user=place.user)
 
     def claim(self, key: str, resume: dict[str, Any] | None = None) -> str | None:
         """The claim's key the first time an activity is seen (in any process sharing the database), then
