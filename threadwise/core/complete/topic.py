@@ -5,9 +5,10 @@ names something (two content words, or one that is a name: "What is VirtIO?", "W
 carries no follow-up cue: no opening "and …", "what about …", "und …", "was ist mit …", no word that points
 back ("it", "these", "he", "es", "diese", "dafür") — and it shares no content word with the current topic's
 questions (two, for a long question: the product's name alone does not hold it there). By where it leads
-(`settle`, run by the pipeline with the index): retrieved alone, the question finds none of the pages the topic
-was answered from among its evidences. A follow-up that merely sounds self-contained ("What is the recommended
-configuration?" about BuildBot) still finds its page, and stays on the topic.
+(`settle`, run by the pipeline on the question's own retrieval): it is sure where it leads, and that is not to
+the pages the topic was answered from — they neither hold its words nor come near it in meaning. A follow-up
+that merely sounds self-contained ("What is the recommended configuration?" about BuildBot) still leads to its
+page, or nowhere in particular, and stays on the topic.
 
 A question that passes both is asked as it is, and starts the topic that later follow-ups are completed from.
 English and German; words are compared by their first letters, so "tests" meets "tested" and "Tests".
