@@ -131,6 +131,7 @@ def test_before_9_1_and_without_the_mobile_profile_json_rpc_answers(
     assert "POST getSpacePermissionSets" in replies.calls
     reader.complete_emails([KEY], directory=directory)
     assert directory.users[KEY].email == "jsmith@example.com" and replies.calls[-1] == "POST getUserByKey"
+    assert reader.dc.missing == {"mobile"}  # jsmith exists but has no profile: the rest go to JSON-RPC alone
 
 
 def test_a_space_neither_way_answers_for_is_an_error_not_empty(dc: tuple[Replies, PermissionReader]) -> None:

@@ -166,6 +166,7 @@ class DataCenterPeople:
 
     def email(self, key: str, username: str) -> str:
         """The user's address: the mobile profile's, else JSON-RPC getUserByKey's; "" when neither shows one."""
+        no_profile = False
         if username and "mobile" not in self.missing:
             try:
                 profile = self.rest.get_json(
@@ -178,13 +179,18 @@ class DataCenterPeople:
                     return found
             except ConfluenceAccessError:
                 self.missing.add("mobile")
+            except ConfluenceNotFound:
+                no_profile = True  # no such user, or no mobile plugin: JSON-RPC may still say
             except ConfluenceError:
-                pass  # no such profile (or no mobile plugin): JSON-RPC may still say
+                pass
         if "jsonrpc" in self.missing:
             return ""
         try:
             reply = self.rest.post_json(JSON_RPC, rpc_body("getUserByKey", key), what=f"user {key}")
-            return remote_user_entry(rpc_result(reply, what=f"user {key}"))["email"]
+            user = remote_user_entry(rpc_result(reply, what=f"user {key}"))
+            if no_profile:  # the user exists, so the site has no mobile profiles: ask JSON-RPC alone from now
+                self.missing.add("mobile")
+            return user["email"]
         except (ConfluenceAccessError, ConfluenceNotFound):
             self.missing.add("jsonrpc")  # the remote API is off (401) or absent
         except (ConfluenceError, ValueError, AttributeError):
