@@ -19,9 +19,12 @@ from typing import Any
 import pytest
 
 from tests.support.shared_confluence_cli import SharedConfluenceCli
+from threadwise.bot.home import space_line
 from threadwise.connectors.confluence_permissions import Directory, PermissionReader
 from threadwise.connectors.confluence_rest import ConfluenceSettings, RestSession
 from threadwise.permissions import Asker
+from threadwise.settings import load_settings
+from threadwise.wiring import Threadwise
 
 PAT = "dc-pat"
 USERS = {  # username -> (e-mail, groups); dave is in no group at all: a space is granted to him by name
@@ -136,6 +139,10 @@ def test_a_space_whose_permissions_cannot_be_read_is_reported_and_closed(dc: Dat
     code, status_json = dc.run("status", "--json")
     fin = next(s for s in json.loads(status_json) if s.get("key") == "FIN")
     assert "could not be read" in fin["permission_error"]
+    # the App Home and the Slack admin status say it too
+    admin = Threadwise(settings=load_settings(data_dir=dc.data_dir)).admin
+    line = next(space_line(s) for s in admin.status() if s.key == "FIN")
+    assert "permissions could not be read: nobody reads it through me" in line
 
 
 def test_data_center_answers_500_to_a_token_without_admin_rights(dc: DataCenter) -> None:

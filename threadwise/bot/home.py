@@ -46,6 +46,8 @@ def space_line(space: SpaceStatus) -> str:
     if space.restricted_pages:
         n = space.restricted_pages
         line += f" · {n} restricted {'page' if n == 1 else 'pages'} left out"
+    if space.permission_error:  # per-user: who may view it could not be read, so nobody reads it here
+        line += " · its permissions could not be read: nobody reads it through me"
     if space.configured and not space.enabled:
         line += " · _disabled_"
     return line
