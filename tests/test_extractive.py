@@ -378,3 +378,50 @@ def test_a_follow_up_quotes_up_to_three_units_of_the_page(answerer: ExtractiveAn
     assert all(f"[Source {k}]" in text for k in (1, 2, 3)), text
     alone = answerer.answer("How long do the OpenXT build hosts take?", rows).text
     assert "[Source 3]" not in alone, alone  # a self-contained question keeps `max_pieces` (2)
+
+
+# --- whether the evidence can answer at all (support.py) --------------------------------------------------------
+
+
+def test_key_terms_are_what_the_question_is_about() -> None:
+    from threadwise.core.answer.support import key_terms
+
+    english = key_terms("What was the TPM version of the Lenovo ThinkPad X1 Carbon in the Stable-11 tests?")
+    assert {"TPM", "Lenovo", "ThinkPad", "X1", "Carbon", "Stable-11"} <= set(english)
+    german = key_terms("Welche Generationen wurden während der OpenXT 7.0-Hardwaretests getestet?")
+    assert german == ["OpenXT", "7.0"]  # German nouns are capitalized: only digits, acronyms, CamelCase
+
+
+def test_a_key_term_is_found_as_written_as_part_of_a_word_or_one_typo_away() -> None:
+    from threadwise.core.answer.support import missing_terms
+
+    text = "OpenXT 9.0.2 Measurement test on the Dell Optiplex 7040, talk by George Dunlap"
+    terms = ["9.0", "XT", "Measuremnt", "Dunlop", "12.x", "Tokyo", "X1", "7040"]
+    assert missing_terms(terms, [text]) == ["12.x", "Tokyo", "X1"]
+
+
+def test_rankings_agree_when_both_find_one_page_near_the_top() -> None:
+    from threadwise.core.answer.support import rankings_agree
+    from threadwise.core.types import Hit
+
+    def hits(*ids: str) -> list[Hit]:
+        return [Hit(f"{page}:0", 1.0, rank) for rank, page in enumerate(ids, start=1)]
+
+    assert rankings_agree(hits("a", "b", "c"), hits("d", "e", "b"))
+    assert not rankings_agree(hits("a", "b", "c"), hits("d", "e", "f", "a"))  # only past the third
+    assert not rankings_agree([], hits("d"))  # no word of the question matched at all
+
+
+def test_a_near_miss_is_not_found_though_a_close_row_exists(answerer: ExtractiveAnswerer) -> None:
+    """The pages tested the Optiplex 7040: the same question about a model they never mention is not
+    answered with the 7040's row, and the answer names the page it came closest to."""
+    row = evidence(
+        "Row 7 in Table 1: Device is Dell Optiplex 7040, and BIOS is 1.14.0",
+        kind="row",
+        cells=(("Device", "Dell Optiplex 7040"), ("BIOS", "1.14.0")),
+    )
+    assert "1.14.0" in answerer.answer("Which BIOS does the Dell Optiplex 7040 use?", [row]).text
+    near_miss = answerer.answer("Which BIOS does the Dell Optiplex 3080 use?", [row])
+    assert near_miss.not_found and near_miss.cited == () and row.page_title in near_miss.text
+    disputed = answerer.answer("Which BIOS does the Dell Optiplex 7040 use?", [row], rankings_agree=False)
+    assert not disputed.not_found  # close enough to answer even when the rankings disagree

@@ -80,9 +80,29 @@ def test_answer_with_citations_and_the_trace_of_the_exact_exchange(
 
 def test_out_of_scope_answer(server: FakeOpenAI, chat: OpenAIChat) -> None:
     server.push(NOT_FOUND)
-    answer = LLMAnswerer(chat=chat).answer("Who won the 1954 World Cup?", [evidence(1, BIOS)])
+    question = "Does the Optiplex 7040 with BIOS 1.4.5 support hibernation?"
+    answer = LLMAnswerer(chat=chat).answer(question, [evidence(1, BIOS)])
     assert answer.not_found and answer.cited == () and answer.follow_ups == ()
     assert len(server.requests) == 1  # no follow-up suggestions for an answer that found nothing
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "Who won the 1954 World Cup?",  # no key term in the sources
+        "What was the BIOS version of the Optiplex 3080?",  # a near miss: another model
+        "Welche BIOS-Version hatte der Optiplex 3080?",
+        "What is the parental leave policy?",  # the sources hold none of its words
+    ],
+)
+def test_evidence_that_clearly_cannot_answer_is_not_sent_to_the_model(
+    server: FakeOpenAI, chat: OpenAIChat, question: str
+) -> None:
+    answer = LLMAnswerer(chat=chat).answer(question, [evidence(1, BIOS), evidence(2, TPM)])
+    assert answer.not_found and answer.cited == () and answer.answerer == "llm:fake-model"
+    assert "OpenXT 9.0 Measurement Test" in answer.text  # the closest page is named
+    assert ("Ich habe dazu nichts" in answer.text) == question.startswith("Welche")
+    assert server.requests == []  # the call it saves
 
 
 def test_german_out_of_scope_answer(server: FakeOpenAI, chat: OpenAIChat) -> None:
@@ -90,11 +110,13 @@ def test_german_out_of_scope_answer(server: FakeOpenAI, chat: OpenAIChat) -> Non
     assert LLMAnswerer(chat=chat, follow_ups=0).answer("Wer?", [evidence(1, BIOS)]).not_found
 
 
-def test_no_evidence_still_asks_and_says_so(server: FakeOpenAI, chat: OpenAIChat) -> None:
-    server.push(NOT_FOUND)
+def test_no_evidence_is_not_found_without_asking(server: FakeOpenAI, chat: OpenAIChat) -> None:
     answer = LLMAnswerer(chat=chat, follow_ups=0).answer("Anything?", [])
-    assert answer.not_found
-    assert "There are no sources" in server.requests[0].user_text
+    assert answer.not_found and server.requests == []
+    prompt = Prompts().messages(
+        "answer.j2", question="Anything?", evidences=[], not_found=NOT_FOUND, not_found_de=NOT_FOUND_DE
+    )
+    assert "There are no sources" in prompt[-1]["content"]  # the prompt still says so, for overrides
 
 
 def test_evidence_cannot_break_out_of_its_fence(server: FakeOpenAI, chat: OpenAIChat) -> None:

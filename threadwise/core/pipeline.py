@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from threadwise.core.answer.support import ReadsRankings, rankings_agree
 from threadwise.core.complete.conversation import past_turn
 from threadwise.core.complete.topic import settle
 from threadwise.core.protocols import Answerer, QuestionCompleter
@@ -116,7 +117,12 @@ class Pipeline:
         timings.update({f"retrieval.{k}": v for k, v in retrieval.timings_ms.items()})
 
         t = time.perf_counter()
-        answer = self.answerer.answer(completion.question, retrieval.evidences)
+        if isinstance(self.answerer, ReadsRankings):  # whether the question is covered at all (support.py)
+            hybrid = self.retriever.options.mode == "hybrid"  # one ranking alone cannot disagree
+            agree = not hybrid or rankings_agree(retrieval.lexical, retrieval.dense)
+            answer = self.answerer.answer(completion.question, retrieval.evidences, rankings_agree=agree)
+        else:
+            answer = self.answerer.answer(completion.question, retrieval.evidences)
         timings["answer"] = (time.perf_counter() - t) * 1000
         timings["total"] = sum(v for k, v in timings.items() if "." not in k)
         return TurnResult(

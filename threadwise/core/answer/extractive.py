@@ -14,9 +14,11 @@ sentence with its neighbours, an item with its parent and siblings, up to a word
 several things gets the best unit for each part; a failure row is said to be one, next to a passing row of
 the same thing; a quote from a page in another language than the question says which language it is.
 
-Whether to answer at all is a separate judgement: the confidence is the best unit's cosine plus the share of
-the question's terms that its evidence's contextualized text contains. Under `min_confidence` the answer says,
-in plain words and the question's language, that the synced pages do not hold it, and names the closest pages.
+Whether to answer at all is a separate judgement (`answerable`): the best unit must be close enough (its
+cosine plus the share of the question's terms in its evidence, and its cosine alone, more so when retrieval's
+rankings disagree), and the evidences must mention what the question is about (support.py). Otherwise the
+answer says, in plain words and the question's language, that the synced pages do not hold it, and names the
+closest pages.
 """
 
 from __future__ import annotations
@@ -37,24 +39,11 @@ from threadwise.core.answer.question import (
     question_parts,
 )
 from threadwise.core.answer.spans import Span, candidate_spans, clip
+from threadwise.core.answer.support import not_found_answer, supported
 from threadwise.core.language import evidence_is_german
 from threadwise.core.protocols import Embedder
 from threadwise.core.retrieve.tokenize import tokenize
-from threadwise.core.types import NOT_FOUND_PLAIN, NOT_FOUND_PLAIN_DE, Answer, Evidence
-
-MAX_CLOSEST_PAGES = 3
-
-
-def not_found_answer(
-    question: str, evidences: Sequence[Evidence] = (), *, answerer: str = "extractive"
-) -> Answer:
-    """The plain "not in the synced pages" answer, in the question's language, naming the closest pages."""
-    german = is_german(question)
-    text = NOT_FOUND_PLAIN_DE if german else NOT_FOUND_PLAIN
-    titles = list(dict.fromkeys(e.page_title for e in evidences if e.page_title))[:MAX_CLOSEST_PAGES]
-    if titles:
-        text += (" Am nächsten kamen: " if german else " The closest pages: ") + "; ".join(titles) + "."
-    return Answer(text=text, not_found=True, answerer=answerer)
+from threadwise.core.types import Answer, Evidence
 
 
 def score_tiers(evidences: Sequence[Evidence], margin: float) -> list[int]:
@@ -111,6 +100,9 @@ class ExtractiveAnswerer:
     - `top_evidences`: how many of the ranked evidences to quote from.
     - `min_confidence`: the not-found threshold on `confidence()` (best unit's cosine + share of the question's
       terms in its evidence's context, 0..2).
+    - `min_cosine` / `disputed_cosine` / `min_coverage`: the rest of the not-found judgement (`answerable`):
+      the best unit's cosine, and its cosine when retrieval's lexical and dense rankings disagree (the
+      pipeline says so: `rankings_agree`); the share of the question's content words on the quoted pages.
     - `rank_penalty`: subtracted per retrieval rank, so the top evidence wins unless another is clearly better.
     - `tie_margin`: evidences whose retrieval scores (`Evidence.score`) are within this of each other share a
       rank and are read in a fixed order (`canonical_order`), so swapping them cannot change the answer.
@@ -140,6 +132,11 @@ class ExtractiveAnswerer:
     # dev split (completed/conversational x EN/DE): 0.55 refused 0.7-12.7% of the (answerable) questions, 0.3
     # 0-4%, 0.25 0-0.7% with recall equal or higher; out-of-scope questions over the sample wiki score 0.02-0.22
     min_confidence: float = 0.25
+    # issue 28, dev split and bench/dev_sets/unanswerable.json: bench/not_found_dev.py, README
+    min_cosine: float = 0.1
+    disputed_cosine: float = 0.25
+    min_coverage: float = 0.5
+    reads_rankings: bool = True
     rank_penalty: float = 0.25  # dev split: 0.1 lost 0.01-0.03 token recall in all four settings
     # 0: the retrieval order decides; a margin made answers less stable under perturbed dense scores (README)
     tie_margin: float = 0.0
@@ -171,15 +168,15 @@ class ExtractiveAnswerer:
     def warm_up(self) -> None:
         self.embedder.warm_up()
 
-    def answer(self, question: str, evidences: Sequence[Evidence]) -> Answer:
+    def answer(self, question: str, evidences: Sequence[Evidence], *, rankings_agree: bool = True) -> Answer:
         """Answer from `evidences` (best first) as if near-tied ones came in a fixed order (`canonical_order`),
-        citing them by their numbers as given."""
+        citing them by their numbers as given; "not found" when they do not hold the answer (`answerable`)."""
         order = canonical_order(evidences, self.tie_margin)
         evidences = [evidences[i] for i in order]
         own, history = own_and_history(question)
         parts = question_parts(own)
         ranked = self.score_spans(question, evidences, parts=parts)
-        if not ranked or self.confidence(question, evidences, ranked[0][0]) < self.min_confidence:
+        if not ranked or not self.answerable(question, evidences, ranked, rankings_agree=rankings_agree):
             return not_found_answer(question, evidences, answerer=self.name)
         followup = bool(history)  # completed offline from earlier questions
         pieces = self._choose(
@@ -197,6 +194,29 @@ class ExtractiveAnswerer:
             question=question,
         )
         return render([(text, order[k]) for text, k in chunks], answerer=self.name)
+
+    def answerable(
+        self,
+        question: str,
+        evidences: Sequence[Evidence],
+        ranked: list[list[Scored]],
+        *,
+        rankings_agree: bool = True,
+    ) -> bool:
+        """Whether the evidences hold an answer at all: the best unit is close enough (`confidence`,
+        `min_cosine`; `disputed_cosine` when retrieval's rankings disagree), every key term of the question
+        is in some evidence, and (same language) the quoted pages hold `min_coverage` of its content words.
+        A follow-up completed offline is judged by the first two alone: its own few words are little to go by."""
+        best = ranked[0][0]
+        if self.confidence(question, evidences, best) < self.min_confidence:
+            return False
+        own, history = own_and_history(question)
+        quoted = {part[0].span.source for part in ranked}
+        if history:  # a follow-up completed offline says too little by itself for the rest
+            return supported(own, evidences, quoted, min_coverage=0.0)
+        if best.cosine < self.min_cosine or (not rankings_agree and best.cosine < self.disputed_cosine):
+            return False
+        return supported(own, evidences, quoted, min_coverage=self.min_coverage)
 
     @staticmethod
     def confidence(question: str, evidences: Sequence[Evidence], best: Scored) -> float:

@@ -14,6 +14,8 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from threadwise.core.answer.citations import cited_sources, is_not_found
+from threadwise.core.answer.question import own_and_history
+from threadwise.core.answer.support import clearly_unsupported, not_found_answer
 from threadwise.core.chat import timed_chat
 from threadwise.core.prompts import Prompts
 from threadwise.core.protocols import Answerer, ChatError, ChatModel
@@ -30,6 +32,8 @@ class LLMAnswerer:
     `role` names the calls in the trace ("answer", or "counterfactual" when Explain uses it).
     `follow_ups` > 0 asks for that many follow-up questions after a found answer (a second call, by
     `follow_up_chat`, the answer model by default). `fallback` answers when the model cannot.
+    `min_coverage`: under this share of an English question's content words in the evidences (or with a key
+    term in none of them) the model is not asked (`support.clearly_unsupported`).
     """
 
     deterministic = False
@@ -45,6 +49,7 @@ class LLMAnswerer:
         follow_ups: int = 3,
         follow_up_chat: ChatModel | None = None,
         fallback: Answerer | None = None,
+        min_coverage: float = 0.5,
     ) -> None:
         self.chat = chat
         self.name = f"llm:{chat.name}"
@@ -55,8 +60,13 @@ class LLMAnswerer:
         self.follow_ups = follow_ups
         self.follow_up_chat = follow_up_chat or chat
         self.fallback = fallback
+        self.min_coverage = min_coverage
 
     def answer(self, question: str, evidences: Sequence[Evidence]) -> Answer:
+        """The model's answer from the evidences; "not found" without asking it when they clearly cannot
+        answer (a key term of the question in none of them: support.py), which saves the call."""
+        if clearly_unsupported(own_and_history(question)[0], evidences, min_coverage=self.min_coverage):
+            return not_found_answer(question, evidences, answerer=self.name)
         messages = self.prompts.messages(
             "answer.j2",
             question=question,
