@@ -137,7 +137,8 @@ def test_a_question_that_may_start_a_topic_is_completed_and_marked_and_settled_b
     [
         ([("p0", 6.0), ("geo", 9.0)], [("geo", 0.86), ("p0", 0.80)]),  # the topic's page holds its words
         ([("geo", 9.0)], [("geo", 0.86), ("p0", 0.85)]),  # the topic's page is as near in meaning
-        ([("geo", 9.0)], [("atlas", 0.86), ("other", 0.85)]),  # words and meaning disagree: unsure
+        # words and meaning disagree (unsure), and the topic's page is among its candidates
+        ([("geo", 9.0)], [("atlas", 0.86), ("other", 0.85), ("p0", 0.70)]),
     ],
 )
 def test_a_question_that_leads_to_the_topic_or_is_unsure_stays_on_it(
@@ -153,6 +154,31 @@ def test_a_german_question_without_a_word_in_english_pages_stays_on_the_topic() 
     c = HistoryCompleter().complete(question, turns("What is BuildBot used for?"))
     assert c.alone == question
     assert settle(c, retrieved(question, words=[], meaning=[("other", 0.82), ("p0", 0.79)])).alone == ""
+
+
+@pytest.mark.parametrize(
+    ("question", "new"),
+    [
+        ("gibt es ein Git-Repository für die Oxt-Website?", True),  # a name with an inner capital
+        ("was bewirkt ein erfolgreicher Durchlauf des Skripts ./build.sh für oxt 6?", True),
+        ("Welche speziellen Register sind für das Trusted Platform Module verfügbar?", True),  # long
+        ("Welche Konfiguration wird empfohlen?", False),  # names nothing of its own
+        ("Wer sollte Schreibberechtigungen für die Tabelle haben?", False),
+    ],
+)
+def test_an_unsure_question_that_names_a_thing_and_never_meets_the_topic_starts_anew(
+    question: str, new: bool
+) -> None:
+    """A German question over English pages is often scattered: a named thing whose own retrieval finds none
+    of the topic's pages among all its candidates starts a new topic all the same."""
+    c = HistoryCompleter().complete(question, turns("What is BuildBot used for?"))
+    assert c.alone == question
+    nowhere = retrieved(
+        question, words=[("geo", 5.0), ("atlas", 4.9)], meaning=[("other", 0.86), ("more", 0.85)]
+    )
+    assert (settle(c, nowhere).method == NEW_TOPIC) is new
+    met = retrieved(question, words=[("geo", 5.0), ("atlas", 4.9)], meaning=[("other", 0.86), ("p0", 0.80)])
+    assert settle(c, met).alone == "" and settle(c, met).method != NEW_TOPIC
 
 
 def test_a_follow_up_is_not_marked() -> None:

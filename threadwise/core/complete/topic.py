@@ -6,7 +6,9 @@ carries no follow-up cue: no opening "and …", "what about …", "und …", "wa
 back ("it", "these", "he", "es", "diese", "dafür") — and it shares no content word with the current topic's
 questions (two, for a long question: the product's name alone does not hold it there). By where it leads
 (`settle`, run by the pipeline on the question's own retrieval): it is sure where it leads, and that is not to
-the pages the topic was answered from — they neither hold its words nor come near it in meaning. A follow-up
+the pages the topic was answered from — they neither hold its words nor come near it in meaning; or, unsure
+(a German question over English pages is often scattered), it names a thing and none of the topic's pages is
+among its candidates at all. A follow-up
 that merely sounds self-contained ("What is the recommended configuration?" about BuildBot) still leads to its
 page, or nowhere in particular, and stays on the topic.
 
@@ -205,14 +207,40 @@ def _page(hit: Hit) -> str:
     return hit.evidence_id.partition(":")[0]
 
 
+def meets_topic(alone: Retrieval, pages: Collection[str]) -> bool:
+    """Whether any of `pages` is among the candidates of the question's own retrieval at all: by its words, by
+    meaning, in the page ranking or in the evidences."""
+    return (
+        any(_page(h) in pages for h in (*alone.lexical, *alone.dense))
+        or any(h.evidence_id in pages for h in alone.pages)
+        or any(e.page_id in pages for e in alone.evidences)
+    )
+
+
+def names_a_thing(question: str) -> bool:
+    """Whether `question` is specific enough to be a topic of its own: it names a thing (a version or a number,
+    a name written with an inner capital or a dot: "OpenXT", "Git-Repository", "./build.sh"; in English also a
+    capitalised word inside the sentence, which in German is any noun), or has `LONG` content words."""
+    tokens = _WORD.findall(_LEAD_IN.sub("", question.strip()))
+    german = is_german(question)
+    for i, token in enumerate(tokens):
+        if any(c.isdigit() for c in token) or token[1:] != token[1:].lower() or "." in token or "/" in token:
+            return True
+        if not german and i > 0 and token[:1].isupper():
+            return True
+    return len(set(content_words(question))) >= LONG
+
+
 def starts_anew(alone: Retrieval, question: str, pages: Collection[str]) -> bool:
     """Whether `question`, retrieved alone (`alone`), starts a new topic rather than going on with `pages`.
 
     None of its words in the wiki: it is about none of the pages, so it starts anew — when it is English (a
     German question over English pages cannot match by its words, and stays). Otherwise it must be sure where it
     leads — the best page by words among the first by meaning or the other way round, or its first two evidences
-    on one page — and lead there, not to the topic's pages. A follow-up that sounds self-contained but leads
-    nowhere in particular ("Welche Konfiguration wird empfohlen?") stays on the topic."""
+    on one page — and lead there, not to the topic's pages. Unsure, it starts anew when it names a thing
+    (`names_a_thing`) and none of the topic's pages is among its candidates (`meets_topic`). A follow-up that
+    sounds self-contained but leads nowhere in particular ("Welche Konfiguration wird empfohlen?") stays on the
+    topic."""
     if not alone.lexical:
         return not is_german(question)
     by_words = [_page(h) for h in alone.lexical[:SURE_DEPTH]]
@@ -220,7 +248,9 @@ def starts_anew(alone: Retrieval, question: str, pages: Collection[str]) -> bool
     first = [e.page_id for e in alone.evidences[:2]]
     sure = bool(by_meaning) and (by_words[0] in by_meaning or by_meaning[0] in by_words)
     sure = sure or (len(first) == 2 and first[0] == first[1])
-    return sure and not leads_to(alone, pages)
+    if not sure:  # scattered (a German question over English pages): a named thing that never meets the topic
+        return names_a_thing(question) and not meets_topic(alone, pages)
+    return not leads_to(alone, pages)
 
 
 def settle(completion: Completion, alone: Retrieval) -> Completion:
