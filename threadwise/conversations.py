@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from threadwise import metrics
 from threadwise.core.attribute.attribution import DEFAULT_MAX_WORKERS, explain
 from threadwise.core.attribute.explanation import Explanation, render_explanation
 from threadwise.core.complete.conversation import conversation_history, past_turn
@@ -23,7 +25,15 @@ from threadwise.index.store import EvidenceIndex
 from threadwise.permissions import Asker, PermissionService
 from threadwise.redact import redact_endpoints
 from threadwise.trace_render import render_trace
-from threadwise.turn_views import ExplainView, SourceView, TurnView, page_groups, source_dicts, turn_view
+from threadwise.turn_views import (
+    ExplainView,
+    PageAge,
+    SourceView,
+    TurnView,
+    page_groups,
+    source_dicts,
+    turn_view,
+)
 
 __all__ = ["ConversationService", "ExplainView", "SourceView", "TurnView", "page_groups"]
 
@@ -53,10 +63,13 @@ class ConversationService:
         explain_workers: int = DEFAULT_MAX_WORKERS,
         claims: ClaimKeeper | None = None,
         permissions: PermissionService | None = None,
+        page_age: PageAge | None = None,
     ) -> None:
         """`claims`: questions in progress recorded for other replicas to take over if this one dies.
-        `permissions`: who may read what (None: everyone may read everything indexed)."""
+        `permissions`: who may read what (None: everyone may read everything indexed).
+        `page_age`: when a cited page is shown as possibly outdated (default: after 730 days)."""
         self.pipeline = pipeline
+        self.page_age = page_age or PageAge()
         self.claims = claims
         self.permissions = permissions
         self.store = store
@@ -84,6 +97,7 @@ class ConversationService:
         the questions already answered, oldest first; it completes the question like earlier turns do.
         `asker`: who asks and whether the conversation is private (None: an unknown person); under the
         per-user policy it decides which pages may answer (`PermissionService.scope_for`)."""
+        started = time.perf_counter()
         conversation_id = self.store.conversation_id(key, started_by=user)
         assert conversation_id is not None
         answered = (
@@ -121,6 +135,7 @@ class ConversationService:
             fields = self._failed(question, str(reply), reason="empty index")
         except ChatError as err:
             log.warning("LLM failure while answering: %s", err)
+            metrics.LLM_ERRORS.labels(what="answer").inc()
             fields = self._failed(question, LLM_DOWN, reason=redact_endpoints(str(err)))
         except ModelServerError as err:
             log.warning("embedding/re-rank server failure while answering: %s", err)
@@ -133,8 +148,10 @@ class ConversationService:
         turn_id = self.store.add_turn(conversation_id, asked_by=user, question=question, **fields)
         turn = self.store.turn(turn_id)
         assert turn is not None
+        outcome = metrics.outcome(failed=bool(turn.error), withheld=withheld, not_found=turn.not_found)
+        metrics.question(key.platform, outcome, time.perf_counter() - started, fields["timings"])
         note = self.permissions.unmapped_note(asker) if self.permissions and turn.not_found else None
-        return turn_view(turn, withheld=withheld, unmapped_note=note or "")
+        return turn_view(turn, withheld=withheld, unmapped_note=note or "", page_age=self.page_age)
 
     def _scopes(self, asker: Asker | None, spaces: Sequence[str] | None) -> tuple[Scope, Scope | None]:
         """The scope of this conversation, and (not private, asker known) what the asker alone may read."""
@@ -167,18 +184,20 @@ class ConversationService:
 
     def get_turn(self, turn_id: int) -> TurnView | None:
         turn = self.store.turn(turn_id)
-        return turn_view(turn) if turn else None
+        return turn_view(turn, page_age=self.page_age) if turn else None
 
     def turn_in(self, turn_id: int, key: ThreadKey) -> TurnView | None:
         """The turn if it was answered in the conversation `key`, else None (buttons check where they are)."""
         turn = self.store.turn(turn_id)
         if turn is None or self.store.conversation_key(turn.conversation_id) != key:
             return None
-        return turn_view(turn)
+        return turn_view(turn, page_age=self.page_age)
 
     def history(self, key: ThreadKey) -> list[TurnView]:
         cid = self.store.conversation_id(key, create=False)
-        return [turn_view(t) for t in self.store.turns(cid)] if cid is not None else []
+        return (
+            [turn_view(t, page_age=self.page_age) for t in self.store.turns(cid)] if cid is not None else []
+        )
 
     def claim_event(self, event_key: str, *, resume: dict[str, Any] | None = None) -> bool:
         """True the first time a platform event is seen: retried or doubled events are answered once.
@@ -208,6 +227,7 @@ class ConversationService:
             cached = self.store.explanation(turn_id)
             if cached is not None:
                 expl = Explanation.from_dict(cached)
+                metrics.EXPLAINS.labels(result="cached").inc()
                 return ExplainView(turn_id, render_explanation(expl), cached, cached=True)
             turn = self.store.turn(turn_id)
             if turn is None:
@@ -227,6 +247,7 @@ class ConversationService:
                 self._counterfactual_answerer() if self._counterfactual_answerer else self.pipeline.answerer
             )
             answer = Answer(text=turn.answer, cited=tuple(turn.cited), not_found=turn.not_found)
+            started = time.perf_counter()
             try:
                 expl = explain(
                     turn.completed_question,
@@ -239,7 +260,11 @@ class ConversationService:
                 )
             except ChatError as err:
                 log.warning("LLM failure while explaining: %s", err)
+                metrics.LLM_ERRORS.labels(what="explain").inc()
+                metrics.EXPLAINS.labels(result="failed").inc()
                 return ExplainView(turn_id, LLM_DOWN, {}, False, redact_endpoints(str(err)))
+            metrics.STAGE_SECONDS.labels(stage="attribution").observe(time.perf_counter() - started)
+            metrics.EXPLAINS.labels(result="computed").inc()
             self.store.save_explanation(turn_id, expl.to_dict())
             stored = self.store.explanation(turn_id)  # as JSON, the same shape a later (cached) call returns
             return ExplainView(turn_id, render_explanation(expl), stored or {}, cached=False)
@@ -270,6 +295,7 @@ class ConversationService:
 
     def vote(self, turn_id: int, user: str, vote: str, comment: str | None = None) -> None:
         self.store.vote(turn_id, user, vote, comment)
+        metrics.VOTES.labels(vote=vote).inc()
 
     def comment(self, turn_id: int, user: str, text: str) -> None:
         self.store.add_comment(turn_id, user, text)

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from threadwise.core.pipeline import TurnResult
@@ -24,6 +25,8 @@ class SourceView:
     last_modified: str
     cited: bool
     scores: dict[str, float] = field(default_factory=dict)
+    # not modified for longer than the configured age (THREADWISE_STALE_AFTER_DAYS) when the view was made
+    possibly_outdated: bool = False
 
 
 @dataclass(frozen=True)
@@ -62,6 +65,66 @@ def page_groups(sources: Sequence[SourceView]) -> list[tuple[list[int], SourceVi
     return list(groups.values())
 
 
+def modified_at(last_modified: str) -> datetime | None:
+    """A page's last-modified time (ISO 8601; a bare date or no zone counts as UTC); None when unknown."""
+    try:
+        when = datetime.fromisoformat(last_modified.strip())
+    except ValueError:
+        return None
+    return when if when.tzinfo else when.replace(tzinfo=UTC)
+
+
+def _utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+@dataclass(frozen=True)
+class PageAge:
+    """When a cited page counts as possibly outdated: not modified for more than `stale_after_days`, by
+    `clock`. The composition root makes one from the settings; tests pass a fixed clock."""
+
+    stale_after_days: int = 730
+    clock: Callable[[], datetime] = _utc_now
+
+    def outdated(self, last_modified: str) -> bool:
+        modified = modified_at(last_modified)
+        return modified is not None and self.clock() - modified > timedelta(days=self.stale_after_days)
+
+
+@dataclass(frozen=True)
+class SourceLine:
+    """One cited page as every front end lists it: "[1, 3] Title · SPACE · updated 2024-05-03 · possibly
+    outdated". Slack, Teams and the CLI each write this in their own markup."""
+
+    numbers: tuple[int, ...]  # the source numbers citing this page, as in the answer
+    title: str  # the page title, else the evidence's label
+    url: str
+    space: str
+    last_modified: str  # as the page says (ISO 8601); "" when unknown
+    possibly_outdated: bool
+
+    @property
+    def date(self) -> str:
+        """The last-modified day, "2024-05-03"; "" when unknown."""
+        modified = modified_at(self.last_modified)
+        return modified.date().isoformat() if modified else ""
+
+
+def source_lines(sources: Sequence[SourceView]) -> list[SourceLine]:
+    """The sources as one line per page, in the order given (see `page_groups`)."""
+    return [
+        SourceLine(
+            numbers=tuple(numbers),
+            title=s.title or s.label,
+            url=s.url,
+            space=s.space,
+            last_modified=s.last_modified if modified_at(s.last_modified) else "",
+            possibly_outdated=s.possibly_outdated,
+        )
+        for numbers, s in page_groups(sources)
+    ]
+
+
 @dataclass(frozen=True)
 class ExplainView:
     turn_id: int
@@ -87,7 +150,10 @@ def source_dicts(result: TurnResult) -> list[dict[str, Any]]:
     return out
 
 
-def turn_view(turn: StoredTurn, *, withheld: bool = False, unmapped_note: str = "") -> TurnView:
+def turn_view(
+    turn: StoredTurn, *, withheld: bool = False, unmapped_note: str = "", page_age: PageAge = PageAge()
+) -> TurnView:
+    """A stored turn as front ends show it; `page_age` marks the sources whose page is possibly outdated."""
     cited = set(turn.cited)
     sources = [
         SourceView(
@@ -103,6 +169,7 @@ def turn_view(turn: StoredTurn, *, withheld: bool = False, unmapped_note: str = 
             last_modified=s.get("last_modified", ""),
             cited=s["number"] in cited,
             scores=dict(s.get("scores", {})),
+            possibly_outdated=page_age.outdated(s.get("last_modified", "")),
         )
         for s in turn.sources
     ]

@@ -268,6 +268,7 @@ class Threadwise:
     @cached_property
     def conversations(self) -> ConversationService:
         from threadwise.conversations import ConversationService
+        from threadwise.turn_views import PageAge
 
         return ConversationService(
             pipeline=self.pipeline,
@@ -277,6 +278,7 @@ class Threadwise:
             counterfactual_answerer=lambda: self.counterfactual_answerer,
             claims=self.claims,
             permissions=self.permissions,
+            page_age=PageAge(stale_after_days=self.settings.stale_after_days),
         )
 
     @cached_property
