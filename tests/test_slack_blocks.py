@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from pathlib import Path
 
 import yaml
@@ -18,7 +19,9 @@ from threadwise.bot.slack_settings import BOT_EVENTS, BOT_SCOPES, SlackSettings
 from threadwise.conversations import SourceView, TurnView
 
 
-def source(number: int, page: str, *, url: str = "") -> SourceView:
+def source(
+    number: int, page: str, *, url: str = "", modified: str = "2024-05-03T10:00:00Z", outdated: bool = False
+) -> SourceView:
     return SourceView(
         number=number,
         evidence_id=f"{page}:{number}",
@@ -29,8 +32,9 @@ def source(number: int, page: str, *, url: str = "") -> SourceView:
         kind="passage",
         label=f"Page {page}",
         text="…",
-        last_modified="2024-05-03T10:00:00Z",
+        last_modified=modified,
         cited=True,
+        possibly_outdated=outdated,
     )
 
 
@@ -77,6 +81,29 @@ def test_citations_become_links_and_sources_are_grouped_by_page() -> None:
     sources = message["blocks"][1]["elements"][0]["text"]
     assert "[1, 3] <https://wiki.example/p/a?a=1&b=2|Page a ¦ draft> · ENG · <!date^" in sources
     assert message["text"].startswith("Use **the portal**;")  # notification: citations stripped
+
+
+def test_every_source_line_shows_its_date_and_an_old_page_is_marked() -> None:
+    t = turn(
+        "Old [Source 1], new [Source 2], undated [Source 3].",
+        sources=[
+            source(1, "a", outdated=True),
+            source(2, "b", modified="2026-10-01T08:00:00Z"),
+            source(3, "c", modified=""),
+        ],
+        cited=[1, 2, 3],
+    )
+    message = blocks.answer_message(t)
+    assert valid(message)
+    lines = message["blocks"][1]["elements"][0]["text"].split("\n")[1:]
+    stamp = int(datetime(2024, 5, 3, 10, tzinfo=UTC).timestamp())
+    assert lines[0].endswith(
+        f"· ENG · <!date^{stamp}^updated {{date_short}}|updated 2024-05-03> · {blocks.OUTDATED}"
+    )
+    assert lines[1].endswith("|updated 2026-10-01>") and "outdated" not in lines[1]
+    assert lines[2].endswith("|Page c ¦ draft> · ENG")  # no date known: none shown, never called outdated
+    full = blocks.full_answer_modal(t)["blocks"][-1]["elements"][0]["text"]
+    assert full.split("\n")[1:] == lines
 
 
 def test_markdown_is_turned_into_mrkdwn_and_code_is_kept() -> None:

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
+from threadwise.cli.qa_cmds import render_turn
 from threadwise.connectors.files import SAMPLE_WIKI_DIR, load_pages
-from threadwise.conversations import ConversationService, SourceView
+from threadwise.conversations import ConversationService, SourceView, TurnView
 from threadwise.db.conversations import ThreadKey
 from threadwise.index.indexer import index_pages
 from threadwise.settings import load_settings
-from threadwise.turn_views import PageAge, SourceLine, modified_at, source_lines
+from threadwise.turn_views import PageAge, SourceLine, modified_at, page_lines
 from threadwise.wiring import Threadwise
 
 NOW = datetime(2026, 11, 27, 12, 0, tzinfo=UTC)
@@ -50,7 +52,7 @@ def test_a_page_is_possibly_outdated_only_past_the_configured_age() -> None:
 
 
 def test_source_lines_group_pages_and_carry_date_and_mark() -> None:
-    lines = source_lines(
+    lines = page_lines(
         [
             source(1, "a", "2024-05-03T10:00:00Z", outdated=True),
             source(2, "b", "2026-10-01T08:00:00Z"),
@@ -64,6 +66,34 @@ def test_source_lines_group_pages_and_carry_date_and_mark() -> None:
         SourceLine((4,), "Label untitled", "https://wiki.example/untitled", "ENG", "", False),
     ]
     assert [line.date for line in lines] == ["2024-05-03", "2026-10-01", ""]
+
+
+def view_citing(*sources: SourceView) -> TurnView:
+    return TurnView(
+        turn_id=3,
+        conversation_id=1,
+        question="q",
+        completed_question="q",
+        answer="Yes [Source 1]. " + " ".join(f"[Source {s.number}]" for s in sources[1:]),
+        not_found=False,
+        error=None,
+        sources=list(sources),
+        cited=[s.number for s in sources],
+        follow_ups=[],
+        timings_ms={},
+    )
+
+
+def test_the_cli_lists_each_cited_page_with_its_date_and_the_mark() -> None:
+    view = view_citing(
+        source(1, "a", "2024-10-14T09:00:00Z", outdated=True),
+        source(2, "b", "2026-10-01T08:00:00Z"),
+        replace(source(3, "untitled", ""), space=""),
+    )
+    lines = render_turn(view, hint="h").splitlines()
+    assert "  [1] Page a — ENG — updated 2024-10-14 — possibly outdated — https://wiki.example/a" in lines
+    assert "  [2] Page b — ENG — updated 2026-10-01 — https://wiki.example/b" in lines
+    assert "  [3] Label untitled — https://wiki.example/untitled" in lines  # no space, no date: left out
 
 
 def test_the_service_marks_old_cited_pages_with_the_configured_age(tmp_path: Path) -> None:

@@ -110,7 +110,7 @@ class SourceLine:
         return modified.date().isoformat() if modified else ""
 
 
-def source_lines(sources: Sequence[SourceView]) -> list[SourceLine]:
+def page_lines(sources: Sequence[SourceView]) -> list[SourceLine]:
     """The sources as one line per page, in the order given (see `page_groups`)."""
     return [
         SourceLine(

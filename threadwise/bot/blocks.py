@@ -17,6 +17,7 @@ from threadwise.conversations import ExplainView, SourceView, TurnView, page_gro
 from threadwise.core.answer.citations import rewrite_citations, strip_citations
 from threadwise.core.attribute.explanation import ClusterAttribution, Explanation, share_bar
 from threadwise.core.types import NOT_FOUND_PLAIN
+from threadwise.turn_views import page_lines
 
 Message = dict[str, Any]
 Block = dict[str, Any]
@@ -36,6 +37,7 @@ MAX_MODAL_BLOCKS = 100
 MAX_SOURCE_LINES = 8
 MAX_FOLLOW_UPS = 3
 LABEL_CHARS = 150  # a page title in a link: a 10 KB title must not push the rest of a line out
+OUTDATED = "⚠ possibly outdated"  # a cited page older than THREADWISE_STALE_AFTER_DAYS
 
 _TURN_BLOCK = re.compile(r"^turn:(\d+)")
 
@@ -88,19 +90,21 @@ def answer_mrkdwn(turn: TurnView) -> str:
 
 
 def source_lines(sources: Sequence[SourceView]) -> str:
-    """One compact line per page: "[1, 3] <url|Title> · SPACE · updated 3 May 2024"."""
-    groups = page_groups(sources)
+    """One compact line per page: "[1, 3] <url|Title> · SPACE · updated 3 May 2024 · ⚠ possibly outdated"."""
+    pages = page_lines(sources)
     lines = []
-    for numbers, s in groups[:MAX_SOURCE_LINES]:
-        parts = [f"[{', '.join(map(str, numbers))}] {link(s.url, truncate(s.title or s.label, LABEL_CHARS))}"]
-        if s.space:
-            parts.append(escape(s.space))
-        updated = slack_date(s.last_modified, prefix="updated ")
+    for page in pages[:MAX_SOURCE_LINES]:
+        parts = [f"[{', '.join(map(str, page.numbers))}] {link(page.url, truncate(page.title, LABEL_CHARS))}"]
+        if page.space:
+            parts.append(escape(page.space))
+        updated = slack_date(page.last_modified, prefix="updated ")
         if updated:
             parts.append(updated)
+        if page.possibly_outdated:
+            parts.append(OUTDATED)
         lines.append(" · ".join(parts))
-    if len(groups) > MAX_SOURCE_LINES:
-        lines.append(f"… and {len(groups) - MAX_SOURCE_LINES} more pages")
+    if len(pages) > MAX_SOURCE_LINES:
+        lines.append(f"… and {len(pages) - MAX_SOURCE_LINES} more pages")
     return "\n".join(lines)
 
 

@@ -165,6 +165,7 @@ def render_turn(view: TurnView, *, hint: str) -> str:
     first, then the other pages retrieved), then `hint`: what to do next in this command."""
     from threadwise.conversations import page_groups
     from threadwise.core.answer.citations import rewrite_citations
+    from threadwise.turn_views import page_lines
 
     groups = page_groups(view.sources)
     cited_pages = {s.page_id for s in view.cited_sources}
@@ -184,8 +185,11 @@ def render_turn(view: TurnView, *, hint: str) -> str:
         lines.insert(0, f"(understood as: {view.completed_question})\n")
     if view.cited_sources and not view.not_found:
         lines.append("Sources:")
-        for numbers, s in page_groups(view.cited_sources):
-            lines.append(f"  {_numbers(numbers)} {s.title or s.label} — {s.space} — {s.url}")
+        for page, (_, s) in zip(page_lines(view.cited_sources), page_groups(view.cited_sources), strict=True):
+            updated = [f"updated {page.date}"] if page.date else []
+            updated += ["possibly outdated"] if page.possibly_outdated else []
+            parts = [f"{_numbers(list(page.numbers))} {page.title}", page.space, *updated, page.url]
+            lines.append("  " + " — ".join(p for p in parts if p))
             snippet = " ".join(s.text.split())
             lines.append(f"      “{snippet[:200]}{'…' if len(snippet) > 200 else ''}”")
     others = [(n, s) for n, s in groups if s.page_id not in cited_pages]
