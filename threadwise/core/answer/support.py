@@ -1,14 +1,16 @@
 """Whether the evidence can answer the question at all, judged from what it actually says.
 
-A question names what it is about: a version, a model number, a product, a person, a place. When the pages the
-answer would quote never mention it ("the TPM version of the ThinkPad X1 Carbon" over a wiki that tested other
+A question names what it is about: a version, a model number, a product, a person, a place. When the retrieved
+evidences never mention it ("the TPM version of the ThinkPad X1 Carbon" over a wiki that tested other
 machines), the closest passage answers another question, however similar it reads. So before quoting, the
 question's *key terms* (words with digits, acronyms and CamelCase names in any language; in an English question
-also its capitalized words past the first) are looked up in the evidences of the page that would be quoted:
-one that none of them holds means the pages do not hold the answer. An English question is also checked for
-its content words: when the page holds few of them ("What is the parental leave policy?" over an on-call
-policy), it answers something else. Words cannot match across languages, so a German question over English
-pages is judged by its key terms alone (the answerer's cosine judges the rest).
+also its capitalized words past the first) are looked up in the evidences: one that none of them holds means
+the pages do not hold the answer. An English question is also checked for its content words on the pages that
+would be quoted: when they hold few of them ("What is the parental leave policy?" over an on-call policy),
+they answer something else. Words cannot match across languages, so a German question over English pages is
+judged by its key terms alone; the extractive answerer adds its cosine, and whether retrieval's lexical and
+dense rankings found the same page (`rankings_agree`: a question the wiki does not cover finds words in one
+place and meaning in another).
 """
 
 from __future__ import annotations
