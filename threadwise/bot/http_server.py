@@ -9,7 +9,8 @@ the database, so a replayed request is acknowledged and dropped. Bolt's dispatch
 anything it raises is answered 500 and logged in one line, never as a traceback to the client. Past
 `max_connections` the oldest connection still sending (or idle) is closed to make room (`http_connections`),
 so clients that send half a request and wait cannot keep Slack out.
-`GET /healthz` says "starting" (503) until the models and the index are loaded, then "ok" (200).
+`GET /healthz` says "starting" (503) until the models and the index are loaded, then "ok" (200);
+`GET /metrics` gives Prometheus' text format (threadwise/metrics.py).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ import uvicorn
 from slack_bolt import BoltRequest, BoltResponse
 from slack_sdk.signature import SignatureVerifier
 
+from threadwise import metrics
 from threadwise.bot.http_connections import limited_protocol
 from threadwise.bot.question import PLATFORM
 from threadwise.bot.slack_app import SlackBot
@@ -88,6 +90,10 @@ class SlackAsgiApp:
         path, method = scope.get("path", ""), scope.get("method", "")
         if path == "/healthz" and method in ("GET", "HEAD"):
             return (200, "ok", {}) if self.ready.is_set() else (503, "starting", {})
+        if path == "/metrics" and method == "GET":
+            loop = asyncio.get_running_loop()  # the index's size is read from the database: not on the loop
+            exposition, content_type = await loop.run_in_executor(self._dispatch, self._metrics)
+            return 200, exposition.decode("utf-8"), {"content-type": content_type}
         if path != EVENTS_PATH:
             return 404, "not found", {}
         if method != "POST":
@@ -128,6 +134,9 @@ class SlackAsgiApp:
             self._dispatch, self._dispatch_safely, request, once
         )
         return response.status, response.body or "", dict(response.headers)
+
+    def _metrics(self) -> tuple[bytes, str]:
+        return metrics.exposition(metrics.index_size_of(self.bot.conversations.index))
 
     def _dispatch_safely(self, request: BoltRequest, once: str | None) -> BoltResponse:
         try:

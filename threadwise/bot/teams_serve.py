@@ -1,4 +1,5 @@
-"""Serving the Teams bot: the Bot Framework endpoint `/api/messages` and `GET /healthz` on their own port.
+"""Serving the Teams bot: the Bot Framework endpoint `/api/messages`, `GET /healthz` and `GET /metrics` (Prometheus,
+threadwise/metrics.py) on their own port.
 
 uvicorn runs the SDK's FastAPI app on an event loop in a thread of its own, so Teams serves beside Slack
 (Socket Mode or its HTTP server) and the sync scheduler in one process without touching their threads.
@@ -17,7 +18,9 @@ from contextlib import contextmanager
 from typing import Any
 
 import uvicorn
+from fastapi import Response
 
+from threadwise import metrics
 from threadwise.bot.serve import Scheduler
 from threadwise.bot.teams_app import MESSAGES_PATH, TeamsBot
 from threadwise.bot.teams_settings import TeamsSettings
@@ -36,6 +39,13 @@ class TeamsServer:
     def __init__(self, bot: TeamsBot, *, host: str = "0.0.0.0", port: int = 3978) -> None:
         self.bot = bot
         self.host = host
+        size = metrics.index_size_of(bot.conversations.index)
+
+        def scrape() -> Response:  # a plain function: FastAPI runs it off the event loop
+            body, content_type = metrics.exposition(size)
+            return Response(body, media_type=content_type)
+
+        bot.web.get("/metrics")(scrape)
         self._socket = socket.create_server((host, port), reuse_port=False, backlog=128)
         self.port = int(self._socket.getsockname()[1])
         self._server: uvicorn.Server | None = None

@@ -38,6 +38,7 @@ from pathlib import Path
 from filelock import FileLock, Timeout
 from sqlalchemy.orm import Session, sessionmaker
 
+from threadwise import metrics
 from threadwise.connectors.confluence import (
     NOT_CONFIGURED,
     PAGE_ARCHIVED,
@@ -125,6 +126,7 @@ class SpaceSyncer:
             with self.locked(scope.space):
                 return self._sync_locked(scope, full=full, trigger=trigger, progress=progress)
         except SyncBusyError as e:
+            metrics.sync_run("busy", 0, 0, 0, 0, 0.0)
             return SyncReport(space=scope.space, full=full, status="busy", error=str(e))
 
     def purge(self, space: str, *, wait_s: float = 60.0) -> int:
@@ -176,6 +178,8 @@ class SpaceSyncer:
             restricted=tuple(run.restricted),
         )
         log.info("sync %s", report.summary())
+        c = report.counts
+        metrics.sync_run(status, c.added, c.updated, c.deleted, c.failed, duration)
         return report
 
     def _run(

@@ -1,0 +1,156 @@
+"""Prometheus metrics: what the bot does, served at `/metrics` on the Slack and Teams ports.
+
+The platform-neutral code records (`conversations.py`: questions, stages, Explain, votes; `sync/sync.py`:
+runs); the front ends only serve `exposition()`. With PROMETHEUS_MULTIPROC_DIR set (replicas or workers
+sharing a host; the folder must exist and be emptied before the processes start) every process writes its
+samples there and a scrape sums them, as prometheus-client's multi-process mode does. The index's size is
+read from the index at scrape time.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING
+
+from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.metrics_core import Metric
+
+if TYPE_CHECKING:
+    from threadwise.index.store import EvidenceIndex
+
+OUTCOMES = ("answered", "not_found", "refused", "failed")
+STAGES = ("completion", "retrieval", "answer", "attribution")
+_SECONDS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 20.0, 30.0, 60.0, 120.0)
+
+REGISTRY = CollectorRegistry(auto_describe=True)
+
+QUESTIONS = Counter(
+    "threadwise_questions",
+    "Questions asked, by platform and outcome (answered, not_found, refused, failed)",
+    ["platform", "outcome"],
+    registry=REGISTRY,
+)
+ANSWER_SECONDS = Histogram(
+    "threadwise_answer_seconds",
+    "Time from a question to its stored answer, by platform",
+    ["platform"],
+    buckets=_SECONDS,
+    registry=REGISTRY,
+)
+STAGE_SECONDS = Histogram(
+    "threadwise_stage_seconds",
+    "Time of one stage: completion, retrieval, answer (of a question), attribution (of an Explain)",
+    ["stage"],
+    buckets=_SECONDS,
+    registry=REGISTRY,
+)
+EXPLAINS = Counter(
+    "threadwise_explains",
+    "Explain requests, by result (computed, cached, failed)",
+    ["result"],
+    registry=REGISTRY,
+)
+VOTES = Counter("threadwise_votes", "Votes on answers, by vote (up, down)", ["vote"], registry=REGISTRY)
+LLM_ERRORS = Counter(
+    "threadwise_llm_errors",
+    "Questions and Explains the language model failed, by what",
+    ["what"],
+    registry=REGISTRY,
+)
+SYNC_RUNS = Counter(
+    "threadwise_sync_runs",
+    "Sync runs of a space, by result (ok, partial, failed, busy)",
+    ["result"],
+    registry=REGISTRY,
+)
+SYNC_PAGES = Counter(
+    "threadwise_sync_pages",
+    "Pages a sync changed, by change (added, updated, deleted, failed)",
+    ["change"],
+    registry=REGISTRY,
+)
+SYNC_SECONDS = Histogram(
+    "threadwise_sync_seconds",
+    "Duration of a sync run of a space",
+    buckets=(1.0, 5.0, 15.0, 60.0, 300.0, 900.0, 1800.0, 3600.0, 7200.0),
+    registry=REGISTRY,
+)
+
+# the text format every Prometheus reads (prometheus-client's own default names a newer version, for the same body)
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+IndexSize = Callable[[], tuple[int, int]]  # (pages, evidences)
+
+
+def outcome(*, failed: bool, withheld: bool, not_found: bool) -> str:
+    """failed (an error reply), refused (the answer held pages only the asker may read: told privately, not in
+    the channel), not_found, or answered."""
+    if failed:
+        return "failed"
+    if withheld:
+        return "refused"
+    return "not_found" if not_found else "answered"
+
+
+def question(platform: str, outcome: str, seconds: float, stages_ms: dict[str, float]) -> None:
+    """Record one answered (or not) question: its outcome, its time and its stages' times."""
+    QUESTIONS.labels(platform=platform or "unknown", outcome=outcome).inc()
+    ANSWER_SECONDS.labels(platform=platform or "unknown").observe(seconds)
+    for stage in ("completion", "retrieval", "answer"):
+        if stage in stages_ms:
+            STAGE_SECONDS.labels(stage=stage).observe(stages_ms[stage] / 1000)
+
+
+def sync_run(status: str, added: int, updated: int, deleted: int, failed: int, seconds: float) -> None:
+    SYNC_RUNS.labels(result=status).inc()
+    for change, n in (("added", added), ("updated", updated), ("deleted", deleted), ("failed", failed)):
+        if n:
+            SYNC_PAGES.labels(change=change).inc(n)
+    if status != "busy":
+        SYNC_SECONDS.observe(seconds)
+
+
+class _IndexCollector:
+    """The index's size as two gauges, read when scraped (a failing read leaves them out)."""
+
+    def __init__(self, size: IndexSize) -> None:
+        self.size = size
+
+    def collect(self) -> Iterator[Metric]:
+        try:
+            pages, evidences = self.size()
+        except Exception:  # the database away: the scrape still answers, without these two
+            return
+        yield GaugeMetricFamily("threadwise_index_pages", "Pages in the evidence index", value=pages)
+        yield GaugeMetricFamily(
+            "threadwise_index_evidences", "Evidences in the evidence index", value=evidences
+        )
+
+
+def exposition(index_size: IndexSize | None = None) -> tuple[bytes, str]:
+    """The body and content type of a `/metrics` reply (every process's samples in multi-process mode)."""
+    registry = CollectorRegistry()
+    if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        from prometheus_client.multiprocess import MultiProcessCollector
+
+        MultiProcessCollector(registry)
+    else:
+        registry.register(_Own())
+    if index_size is not None:
+        registry.register(_IndexCollector(index_size))
+    return generate_latest(registry), CONTENT_TYPE
+
+
+class _Own:
+    def collect(self) -> Iterator[Metric]:
+        yield from REGISTRY.collect()
+
+
+def index_size_of(index: EvidenceIndex) -> IndexSize:
+    """(pages, evidences) of an index."""
+
+    def size() -> tuple[int, int]:
+        return len(index.page_states()), index.count()
+
+    return size
