@@ -25,7 +25,15 @@ from threadwise.index.store import EvidenceIndex
 from threadwise.permissions import Asker, PermissionService
 from threadwise.redact import redact_endpoints
 from threadwise.trace_render import render_trace
-from threadwise.turn_views import ExplainView, SourceView, TurnView, page_groups, source_dicts, turn_view
+from threadwise.turn_views import (
+    ExplainView,
+    PageAge,
+    SourceView,
+    TurnView,
+    page_groups,
+    source_dicts,
+    turn_view,
+)
 
 __all__ = ["ConversationService", "ExplainView", "SourceView", "TurnView", "page_groups"]
 
@@ -55,10 +63,13 @@ class ConversationService:
         explain_workers: int = DEFAULT_MAX_WORKERS,
         claims: ClaimKeeper | None = None,
         permissions: PermissionService | None = None,
+        page_age: PageAge | None = None,
     ) -> None:
         """`claims`: questions in progress recorded for other replicas to take over if this one dies.
-        `permissions`: who may read what (None: everyone may read everything indexed)."""
+        `permissions`: who may read what (None: everyone may read everything indexed).
+        `page_age`: when a cited page is shown as possibly outdated (default: after 730 days)."""
         self.pipeline = pipeline
+        self.page_age = page_age or PageAge()
         self.claims = claims
         self.permissions = permissions
         self.store = store
@@ -140,7 +151,7 @@ class ConversationService:
         outcome = metrics.outcome(failed=bool(turn.error), withheld=withheld, not_found=turn.not_found)
         metrics.question(key.platform, outcome, time.perf_counter() - started, fields["timings"])
         note = self.permissions.unmapped_note(asker) if self.permissions and turn.not_found else None
-        return turn_view(turn, withheld=withheld, unmapped_note=note or "")
+        return turn_view(turn, withheld=withheld, unmapped_note=note or "", page_age=self.page_age)
 
     def _scopes(self, asker: Asker | None, spaces: Sequence[str] | None) -> tuple[Scope, Scope | None]:
         """The scope of this conversation, and (not private, asker known) what the asker alone may read."""
@@ -173,18 +184,20 @@ class ConversationService:
 
     def get_turn(self, turn_id: int) -> TurnView | None:
         turn = self.store.turn(turn_id)
-        return turn_view(turn) if turn else None
+        return turn_view(turn, page_age=self.page_age) if turn else None
 
     def turn_in(self, turn_id: int, key: ThreadKey) -> TurnView | None:
         """The turn if it was answered in the conversation `key`, else None (buttons check where they are)."""
         turn = self.store.turn(turn_id)
         if turn is None or self.store.conversation_key(turn.conversation_id) != key:
             return None
-        return turn_view(turn)
+        return turn_view(turn, page_age=self.page_age)
 
     def history(self, key: ThreadKey) -> list[TurnView]:
         cid = self.store.conversation_id(key, create=False)
-        return [turn_view(t) for t in self.store.turns(cid)] if cid is not None else []
+        return (
+            [turn_view(t, page_age=self.page_age) for t in self.store.turns(cid)] if cid is not None else []
+        )
 
     def claim_event(self, event_key: str, *, resume: dict[str, Any] | None = None) -> bool:
         """True the first time a platform event is seen: retried or doubled events are answered once.
