@@ -136,7 +136,10 @@ def test_a_question_that_may_start_a_topic_is_completed_and_marked_and_settled_b
     ("words", "meaning"),
     [
         ([("p0", 6.0), ("geo", 9.0)], [("geo", 0.86), ("p0", 0.80)]),  # the topic's page holds its words
-        ([("geo", 9.0)], [("geo", 0.86), ("p0", 0.85)]),  # the topic's page is as near in meaning
+        (
+            [("geo", 9.0), ("atlas", 8.0)],
+            [("atlas", 0.86), ("p0", 0.85)],
+        ),  # the topic's page is as near in meaning
         # words and meaning disagree (unsure), and the topic's page is among its candidates
         ([("geo", 9.0)], [("atlas", 0.86), ("other", 0.85), ("p0", 0.70)]),
     ],
@@ -179,6 +182,18 @@ def test_an_unsure_question_that_names_a_thing_and_never_meets_the_topic_starts_
     assert (settle(c, nowhere).method == NEW_TOPIC) is new
     met = retrieved(question, words=[("geo", 5.0), ("atlas", 4.9)], meaning=[("other", 0.86), ("p0", 0.80)])
     assert settle(c, met).alone == "" and settle(c, met).method != NEW_TOPIC
+
+
+def test_a_question_whose_words_meaning_and_page_ranking_agree_on_a_page_outside_the_topic_starts_anew() -> (
+    None
+):
+    """Sure beyond doubt: the topic's page being as near in meaning (a general page) does not hold it."""
+    c = HistoryCompleter().complete(FRANCE, [*turns(ALICE), followed(DUE, ALICE, page="p0")])
+    agreed = retrieved(FRANCE, words=[("geo", 9.0)], meaning=[("geo", 0.86), ("p0", 0.85)])
+    assert settle(c, agreed).method == NEW_TOPIC
+    # the topic's page holding its words still holds it
+    held = retrieved(FRANCE, words=[("geo", 9.0), ("p0", 8.0)], meaning=[("geo", 0.86), ("p0", 0.85)])
+    assert settle(c, held).alone == "" and settle(c, held).method != NEW_TOPIC
 
 
 def test_a_follow_up_is_not_marked() -> None:

@@ -193,14 +193,20 @@ def leads_to(alone: Retrieval, pages: Collection[str]) -> bool:
     """Whether the question retrieved alone leads to one of `pages`: by its words (the page ranking's BM25 score
     of a topic page against the best page's), or by meaning (the dense score of a topic page's best evidence
     against the best one's; what counts for a question in another language than the pages)."""
-    best_page = alone.pages[0].score if alone.pages else 0.0
-    on_topic = [h.score for h in alone.pages if h.evidence_id in pages]
-    if best_page > 0 and on_topic and max(on_topic) >= LEXICAL_SHARE * best_page:
+    if holds_words(alone, pages):
         return True
     if not alone.dense:
         return False
     near = [h.score for h in alone.dense if _page(h) in pages]
     return bool(near) and alone.dense[0].score - max(near) <= DENSE_GAP
+
+
+def holds_words(alone: Retrieval, pages: Collection[str]) -> bool:
+    """Whether one of `pages` holds the words of the question retrieved alone: its page score by BM25 is at
+    least `LEXICAL_SHARE` of the best page's."""
+    best_page = alone.pages[0].score if alone.pages else 0.0
+    on_topic = [h.score for h in alone.pages if h.evidence_id in pages]
+    return best_page > 0 and bool(on_topic) and max(on_topic) >= LEXICAL_SHARE * best_page
 
 
 def _page(hit: Hit) -> str:
@@ -250,7 +256,20 @@ def starts_anew(alone: Retrieval, question: str, pages: Collection[str]) -> bool
     sure = sure or (len(first) == 2 and first[0] == first[1])
     if not sure:  # scattered (a German question over English pages): a named thing that never meets the topic
         return names_a_thing(question) and not meets_topic(alone, pages)
+    if _one_best_page(alone) not in (
+        None,
+        *pages,
+    ):  # words, meaning and page ranking agree on a page elsewhere:
+        return not holds_words(alone, pages)  # a topic page as near in meaning does not hold it, its words do
     return not leads_to(alone, pages)
+
+
+def _one_best_page(alone: Retrieval) -> str | None:
+    """The page that is first by words, by meaning and in the page ranking alike, if there is one."""
+    if not (alone.lexical and alone.dense and alone.pages):
+        return None
+    firsts = {_page(alone.lexical[0]), _page(alone.dense[0]), alone.pages[0].evidence_id}
+    return firsts.pop() if len(firsts) == 1 else None
 
 
 def settle(completion: Completion, alone: Retrieval) -> Completion:
