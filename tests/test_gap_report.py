@@ -290,18 +290,15 @@ def test_conflicts_are_read_from_the_notes_in_both_languages() -> None:
 
 
 def _evidence(n: int, modified: str) -> Evidence:
-    return Evidence(
-        id=f"p{n}:0",
-        page_id=f"p{n}",
-        space="S",
-        page_title=f"Page {n}",
-        url=f"https://wiki.example.com/p{n}",
-        page_version=1,
-        kind="row",
-        position=0,
-        text="row",
-        context_text="row",
-        last_modified=f"{modified}T10:00:00Z",
+    page = f"p{n}"
+    stored = {"evidence_id": f"{page}:0", "page_id": page, "space": "S", "title": f"Page {n}", "kind": "row"}
+    return Evidence.from_dict(
+        {
+            **stored,
+            "url": f"https://wiki.example.com/{page}",
+            "text": "row",
+            "last_modified": f"{modified}T10:00:00Z",
+        }
     )
 
 
