@@ -196,6 +196,17 @@ def test_a_question_whose_words_meaning_and_page_ranking_agree_on_a_page_outside
     assert settle(c, held).alone == "" and settle(c, held).method != NEW_TOPIC
 
 
+def test_an_english_question_whose_words_lead_clearly_elsewhere_starts_anew_though_meaning_is_unsure() -> (
+    None
+):
+    c = HistoryCompleter().complete(FRANCE, [*turns(ALICE), followed(DUE, ALICE, page="p0")])
+    meaning = [("p0", 0.877), ("atlas", 0.876)]  # a near tie by meaning, the topic's page first
+    clear = settle(c, retrieved(FRANCE, words=[("geo", 10.0), ("atlas", 7.0)], meaning=meaning))
+    assert clear.method == NEW_TOPIC
+    close = settle(c, retrieved(FRANCE, words=[("geo", 10.0), ("atlas", 9.0)], meaning=meaning))
+    assert close.alone == "" and close.method != NEW_TOPIC
+
+
 def test_a_follow_up_is_not_marked() -> None:
     c = HistoryCompleter().complete(DUE, turns(ALICE))
     assert c.question == f"{DUE}{SEPARATOR}{ALICE}" and c.alone == ""

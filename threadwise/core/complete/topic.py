@@ -186,6 +186,7 @@ NEW_TOPIC = "new topic (stands alone, and retrieved alone it does not lead to th
 # Measured on the dev split and the topic-switch set (bench/topic_switch.py); the README has the numbers.
 LEXICAL_SHARE = 0.6  # a topic page with this share of the best page's BM25 score holds the question's words
 SURE_DEPTH = 2  # the best page by words among this many best by meaning (or the other way round): sure
+CLEAR_LEAD = 0.75  # an English question's best page by words leads clearly when the next has under this share
 DENSE_GAP = 0.02  # a topic page's best evidence this close to the best evidence's cosine is where it leads
 
 
@@ -254,6 +255,8 @@ def starts_anew(alone: Retrieval, question: str, pages: Collection[str]) -> bool
     first = [e.page_id for e in alone.evidences[:2]]
     sure = bool(by_meaning) and (by_words[0] in by_meaning or by_meaning[0] in by_words)
     sure = sure or (len(first) == 2 and first[0] == first[1])
+    if not sure and not is_german(question) and _clear_by_words(alone, pages):
+        return True
     if not sure:  # scattered (a German question over English pages): a named thing that never meets the topic
         return names_a_thing(question) and not meets_topic(alone, pages)
     if _one_best_page(alone) not in (
@@ -262,6 +265,20 @@ def starts_anew(alone: Retrieval, question: str, pages: Collection[str]) -> bool
     ):  # words, meaning and page ranking agree on a page elsewhere:
         return not holds_words(alone, pages)  # a topic page as near in meaning does not hold it, its words do
     return not leads_to(alone, pages)
+
+
+def _clear_by_words(alone: Retrieval, pages: Collection[str]) -> bool:
+    """Whether the question's words lead clearly to one page outside the topic: first in the page ranking and by
+    words, the next page under `CLEAR_LEAD` of its score, and no topic page holding its words."""
+    if len(alone.pages) < 2 or not alone.lexical:
+        return False
+    best = alone.pages[0]
+    return (
+        best.evidence_id == _page(alone.lexical[0])
+        and best.evidence_id not in pages
+        and alone.pages[1].score < CLEAR_LEAD * best.score
+        and not holds_words(alone, pages)
+    )
 
 
 def _one_best_page(alone: Retrieval) -> str | None:
