@@ -9,7 +9,9 @@ from html import escape
 
 from threadwise.reports.model import DayCount, TopicGroup
 
-COLOURS = {"answered": "#2e7d32", "not found": "#ef6c00", "👎": "#c62828"}
+# the legend says "voted down" in words: an SVG's emoji needs an emoji font, which a server or a phone may lack
+COLOURS = {"answered": "#2e7d32", "not found": "#ef6c00", "voted down": "#c62828"}
+WIDTH = 400  # the drawing's own width: on a phone it is drawn at about this size, so its text stays legible
 
 
 def _legend(y: float) -> str:
@@ -19,15 +21,15 @@ def _legend(y: float) -> str:
             f'<rect x="{x:.0f}" y="{y:.0f}" width="12" height="12" fill="{colour}"/>'
             f'<text x="{x + 16:.0f}" y="{y + 11:.0f}" font-size="12">{escape(label)}</text>'
         )
-        x += 16 + 8 * len(label) + 18
+        x += 16 + 7 * len(label) + 14
     return "".join(parts)
 
 
-def per_day_chart(days: Sequence[DayCount], *, width: int = 640, height: int = 220) -> str:
+def per_day_chart(days: Sequence[DayCount], *, width: int = WIDTH, height: int = 200) -> str:
     """Stacked bars, one a day: answered, not found, 👎 (bottom to top)."""
     top = max((d.answered + d.not_found + d.down_votes for d in days), default=0) or 1
     plot_h, left, bottom = height - 60, 34, height - 40
-    step = (width - left) / max(len(days), 1)
+    step = (width - left - 16) / max(len(days), 1)  # room on the right for the last date
     bars = []
     for i, d in enumerate(days):
         x, y = left + i * step, float(bottom)
@@ -44,10 +46,10 @@ def per_day_chart(days: Sequence[DayCount], *, width: int = 640, height: int = 2
         f'<text x="{left + i * step + step / 2:.1f}" y="{bottom + 14}" font-size="10" text-anchor="middle">'
         f"{d.date[5:]}</text>"
         for i, d in enumerate(days)
-        if i % max(1, len(days) // 6) == 0
+        if i % max(1, len(days) // 5) == 0
     ]
     axis = (
-        f'<line x1="{left}" y1="{bottom}" x2="{width}" y2="{bottom}" stroke="#999"/>'
+        f'<line x1="{left}" y1="{bottom}" x2="{width - 16}" y2="{bottom}" stroke="#999"/>'
         f'<text x="{left - 4}" y="{bottom - plot_h + 10:.0f}" font-size="10" text-anchor="end">{top}</text>'
         f'<text x="{left - 4}" y="{bottom}" font-size="10" text-anchor="end">0</text>'
     )
@@ -60,7 +62,7 @@ def per_day_chart(days: Sequence[DayCount], *, width: int = 640, height: int = 2
     )
 
 
-def topics_chart(groups: Sequence[TopicGroup], *, width: int = 640, limit: int = 10) -> str:
+def topics_chart(groups: Sequence[TopicGroup], *, width: int = WIDTH, limit: int = 10) -> str:
     """Horizontal bars, the largest unanswered topics first: not found and 👎 apart."""
     shown = list(groups[:limit])
     row, label_h = 34, 14
@@ -69,11 +71,11 @@ def topics_chart(groups: Sequence[TopicGroup], *, width: int = 640, limit: int =
     bars = []
     for i, g in enumerate(shown):
         y = 4 + i * row
-        topic = g.topic if len(g.topic) <= 70 else g.topic[:69] + "…"
+        topic = g.topic if len(g.topic) <= 60 else g.topic[:59] + "…"
         bars.append(f'<text x="0" y="{y + label_h - 3}" font-size="12">{escape(topic)}</text>')
         x = 0.0
         others = max(g.count - g.not_found, 0)
-        for count, colour in ((g.not_found, COLOURS["not found"]), (others, COLOURS["👎"])):
+        for count, colour in ((g.not_found, COLOURS["not found"]), (others, COLOURS["voted down"])):
             if not count:
                 continue
             w = count / top * (width - 40)

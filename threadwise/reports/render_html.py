@@ -16,7 +16,7 @@ h1{font-size:1.5em}h2{font-size:1.2em;border-bottom:1px solid #ddd;padding-botto
 h3{font-size:1em;margin-bottom:4px}.box{overflow-x:auto}table{border-collapse:collapse;width:100%}
 th,td{border-bottom:1px solid #eee;padding:4px 6px;text-align:left;vertical-align:top}td.n{text-align:right}
 blockquote{margin:2px 0 2px 12px;padding-left:8px;border-left:3px solid #c62828;color:#444}
-.muted{color:#666;font-size:.9em}a{color:#0b57d0;word-break:break-word}
+.muted{color:#666;font-size:.9em}svg{display:block;max-width:640px}a{color:#0b57d0;word-break:break-word}
 """
 
 
@@ -37,13 +37,14 @@ def _table(head: Sequence[str], rows: Sequence[Sequence[object]], *, empty: str)
     if not rows:
         return f"<p>{escape(empty)}</p>"
     th = "".join(f"<th>{escape(h)}</th>" for h in head)
-    body = "".join(
-        "<tr>"
-        + "".join(f'<td class="n">{v}</td>' if isinstance(v, int | float) else f"<td>{v}</td>" for v in row)
-        + "</tr>"
-        for row in rows
-    )
+    body = "".join("<tr>" + "".join(_td(v) for v in row) + "</tr>" for row in rows)
     return f'<div class="box"><table><thead><tr>{th}</tr></thead><tbody>{body}</tbody></table></div>'
+
+
+def _td(value: object) -> str:
+    if isinstance(value, float):
+        return f'<td class="n">{value:.2f}</td>'
+    return f'<td class="n">{value}</td>' if isinstance(value, int) else f"<td>{value}</td>"
 
 
 def _question(q: Question) -> str:

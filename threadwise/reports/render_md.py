@@ -67,6 +67,7 @@ def render_markdown(report: Report) -> str:
         ],
         empty="No answer was voted down.",
     )
+    out.append("")
     for m in report.misleading_pages:
         for said in m.comments:
             by = f" ({said.by})" if said.by else ""
@@ -116,4 +117,6 @@ def _table(head: tuple[str, ...], rows: list[tuple[object, ...]], *, empty: str)
         return [empty]
     align = ["---:" if isinstance(v, int | float) else "---" for v in rows[0]]
     lines = ["| " + " | ".join(head) + " |", "| " + " | ".join(align) + " |"]
-    return lines + ["| " + " | ".join(str(v) for v in row) + " |" for row in rows]
+    return lines + [
+        "| " + " | ".join(f"{v:.2f}" if isinstance(v, float) else str(v) for v in row) + " |" for row in rows
+    ]
