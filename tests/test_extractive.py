@@ -396,8 +396,9 @@ def test_a_key_term_is_found_as_written_as_part_of_a_word_or_one_typo_away() -> 
     from threadwise.core.answer.support import missing_terms
 
     text = "OpenXT 9.0.2 Measurement test on the Dell Optiplex 7040, talk by George Dunlap"
-    terms = ["9.0", "XT", "Measuremnt", "Dunlop", "12.x", "Tokyo", "X1", "7040"]
-    assert missing_terms(terms, [text]) == ["12.x", "Tokyo", "X1"]
+    terms = ["9.0", "XT", "OXT", "Measuremnt", "Dunlop", "12.x", "Tokyo", "X1", "7040", "RDMA"]
+    assert missing_terms(terms, [text]) == ["12.x", "Tokyo", "X1", "RDMA"]
+    assert missing_terms(["RCs"], ["Archive the RC builds"]) == []  # a plural acronym
 
 
 def test_rankings_agree_when_both_find_one_page_near_the_top() -> None:

@@ -30,6 +30,8 @@ _KEY = re.compile(r"\b(?:[\w.\-]*\d[\w.\-]*|[A-Z][A-Z0-9]+|\w*[a-z][A-Z]\w*)\b",
 _ISSUE_KEY = re.compile(r"[A-Za-z][A-Za-z0-9]*-\d+")  # kept whole, as BM25 keeps it
 _WORD = re.compile(r"\b[^\W\d_][\w\-']*", re.UNICODE)
 _RAW = re.compile(r"\w+", re.UNICODE)
+# 2016-08-18, 8/18/16: written in as many ways as there are people (with dots, "1.9.12" is a version)
+_DATE = re.compile(r"\d{1,4}[/-]\d{1,2}[/-]\d{1,4}")
 # words that ask rather than say what about: they never need to be found in the answer
 _ASKING = frozenset(
     """what which who whom whose when where why how many much long often does did do is are was were can could
@@ -53,7 +55,8 @@ def not_found_answer(
 def key_terms(question: str) -> list[str]:
     """What the question is about that the answer must mention: words with digits, acronyms, CamelCase, and
     in an English question its capitalized words past the first (names: "Tokyo", "Kroah-Hartman"). A word
-    joined to others by hyphens counts by its key parts ("7.0-Hardwaretests": 7.0), an issue key whole."""
+    joined to others by hyphens counts by its key parts ("7.0-Hardwaretests": 7.0), an issue key whole; a
+    date does not count (the pages write "2016-08-18" as "August 18, 2016")."""
     terms: list[str] = []
     for match in _KEY.finditer(question):
         word = match.group(0).strip(".-")
@@ -61,7 +64,7 @@ def key_terms(question: str) -> list[str]:
             terms += [p for p in word.split("-") if _KEY.fullmatch(p)]
         else:
             terms.append(word)
-    terms = [t for t in terms if t not in ("I", "AM", "PM")]
+    terms = [t for t in terms if t not in ("I", "AM", "PM") and not _DATE.fullmatch(t)]
     if not is_german(question):  # German capitalizes every noun
         terms += [w for w in _WORD.findall(question)[1:] if w[:1].isupper() and w.lower() not in _ASKING]
     return list(dict.fromkeys(t for t in terms if t and any(c.isalnum() for c in t)))
@@ -76,7 +79,8 @@ def content_terms(question: str) -> list[str]:
 def missing_terms(terms: Iterable[str], texts: Iterable[str]) -> list[str]:
     """The terms the texts do not mention. A term with a digit must appear as written ("12.x", "9.0" also
     in "9.0.2"); several words when half of them are; a word when its tokens (as BM25 has them) occur, it
-    is part of a longer word ("XT" of "OpenXT"), or a word is one typo away ("Measuremnt", "Dunlop")."""
+    is part of a longer word ("XT" of "OpenXT"), abbreviates one ("OXT"), or is one typo away ("Measuremnt",
+    "Dunlop")."""
     tokens: set[str] = set()
     words: set[str] = set()
     flat: list[str] = []
@@ -104,6 +108,10 @@ def _mentioned(term: str, tokens: set[str], words: set[str], joined: str) -> boo
     low = term.lower()
     if not low.isalpha():
         return False
+    if term.isupper() and len(term) >= 3 and any(w.startswith(low[0]) and w.endswith(low[1:]) for w in words):
+        return True  # an abbreviation: OXT for OpenXT
+    if len(term) >= 3 and term[:-1].isupper() and term.endswith("s"):
+        return _mentioned(term[:-1], tokens, words, joined)  # a plural: RCs
     if len(low) >= 2 and any(low in w for w in words if len(w) > len(low)):
         return True
     allowed = (len(low) >= 5) + (len(low) >= 9)
