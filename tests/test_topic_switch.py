@@ -78,12 +78,30 @@ def test_questions_with_their_own_words_stand_alone(question: str) -> None:
         "Warum führt das zu viel Komplexität?",
         "Sind diese von Microsoft signiert?",
         "Welche Version war es?",
-        "basic approaches for testing OpenXT pull request processes?",
+        "Isolation of display outputs?",
     ],
 )
 def test_follow_up_cues_and_fragments_keep_a_question_on_the_topic(question: str) -> None:
     assert not stands_alone(question)
     assert not may_start_topic(question, [ALICE])
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "basic approaches for testing OpenXT pull request processes?",
+        "os used in the OEM N config in the openxt 7.0 hardware testing?",
+        "Verwenden sowohl manuelle Builds für OpenXT-Treiber als auch Builds aus dem OpenXT-Builder "
+        "Entwicklungszertifikate in Windows?",  # a German yes/no question opens with its verb
+    ],
+)
+def test_a_long_question_without_a_question_word_is_settled_by_its_retrieval(question: str) -> None:
+    """Five content words and a question mark: it may start a topic; where its retrieval leads decides."""
+    assert stands_alone(question)
+    c = HistoryCompleter().complete(question, turns(ALICE))
+    assert c.alone == question
+    held = retrieved(question, words=[("geo", 9.0), ("p0", 8.0)], meaning=[("geo", 0.86), ("p0", 0.85)])
+    assert settle(c, held).alone == "" and settle(c, held).method != NEW_TOPIC
 
 
 def test_a_question_of_its_own_that_shares_words_with_the_topic_stays_on_it() -> None:

@@ -1,16 +1,16 @@
 """Topic switches inside a thread: does a question start a new topic, or follow the one before it?
 
 Two tests, both needed. By its words (pure): the question stands on its own — it opens with a question word,
-names something (two content words, or one that is a name: "What is VirtIO?", "Wer ist im Urlaub?") and
-carries no follow-up cue: no opening "and …", "what about …", "und …", "was ist mit …", no word that points
+names something (two content words, or one that is a name: "What is VirtIO?", "Wer ist im Urlaub?"; without a
+question word, five and a question mark: "Verwenden sowohl manuelle Builds … in Windows?") and carries no
+follow-up cue: no opening "and …", "what about …", "und …", "was ist mit …", no word that points
 back ("it", "these", "he", "es", "diese", "dafür") — and it shares no content word with the current topic's
 questions (two, for a long question: the product's name alone does not hold it there). By where it leads
 (`settle`, run by the pipeline on the question's own retrieval): it is sure where it leads, and that is not to
 the pages the topic was answered from — they neither hold its words nor come near it in meaning; or, unsure
 (a German question over English pages is often scattered), it names a thing and none of the topic's pages is
-among its candidates at all. A follow-up
-that merely sounds self-contained ("What is the recommended configuration?" about BuildBot) still leads to its
-page, or nowhere in particular, and stays on the topic.
+among its candidates at all. A follow-up that merely sounds self-contained ("What is the recommended
+configuration?" about BuildBot) still leads to its page, or nowhere in particular, and stays on the topic.
 
 A question that passes both is asked as it is, and starts the topic that later follow-ups are completed from.
 English and German; words are compared by their first letters, so "tests" meets "tested" and "Tests".
@@ -137,7 +137,10 @@ def stands_alone(question: str) -> bool:
         return False
     own = content_words(text)
     tokens = _WORD.findall(text)
-    if not own or not _asks(tokens, text):
+    long = len(set(own)) >= LONG and text.rstrip().endswith(
+        "?"
+    )  # a German yes/no question opens with its verb
+    if not own or not (_asks(tokens, text) or long):
         return (
             False  # a fragment ("Decision?", "Isolation of display outputs?") goes on from what came before
         )
