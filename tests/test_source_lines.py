@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
+from tests.support.views import source_view, turn_citing
 from threadwise.cli.qa_cmds import render_turn
 from threadwise.connectors.files import SAMPLE_WIKI_DIR, load_pages
-from threadwise.conversations import ConversationService, SourceView, TurnView
+from threadwise.conversations import ConversationService, SourceView
 from threadwise.db.conversations import ThreadKey
 from threadwise.index.indexer import index_pages
 from threadwise.settings import load_settings
@@ -23,19 +23,8 @@ def at(when: datetime, days: int = 730) -> PageAge:
 
 
 def source(number: int, page: str, modified: str, *, outdated: bool = False) -> SourceView:
-    return SourceView(
-        number=number,
-        evidence_id=f"{page}:{number}",
-        page_id=page,
-        title=f"Page {page}" if page != "untitled" else "",
-        url=f"https://wiki.example/{page}",
-        space="ENG",
-        kind="passage",
-        label=f"Label {page}",
-        text="…",
-        last_modified=modified,
-        cited=True,
-        possibly_outdated=outdated,
+    return source_view(
+        number, page, title="" if page == "untitled" else None, modified=modified, outdated=outdated
     )
 
 
@@ -68,27 +57,11 @@ def test_source_lines_group_pages_and_carry_date_and_mark() -> None:
     assert [line.date for line in lines] == ["2024-05-03", "2026-10-01", ""]
 
 
-def view_citing(*sources: SourceView) -> TurnView:
-    return TurnView(
-        turn_id=3,
-        conversation_id=1,
-        question="q",
-        completed_question="q",
-        answer="Yes [Source 1]. " + " ".join(f"[Source {s.number}]" for s in sources[1:]),
-        not_found=False,
-        error=None,
-        sources=list(sources),
-        cited=[s.number for s in sources],
-        follow_ups=[],
-        timings_ms={},
-    )
-
-
 def test_the_cli_lists_each_cited_page_with_its_date_and_the_mark() -> None:
-    view = view_citing(
+    view = turn_citing(
         source(1, "a", "2024-10-14T09:00:00Z", outdated=True),
         source(2, "b", "2026-10-01T08:00:00Z"),
-        replace(source(3, "untitled", ""), space=""),
+        source_view(3, "untitled", title="", modified="", space=""),
     )
     lines = render_turn(view, hint="h").splitlines()
     assert "  [1] Page a — ENG — updated 2024-10-14 — possibly outdated — https://wiki.example/a" in lines

@@ -7,6 +7,7 @@ Every test waits for what the connector receives (`connector.wait_for`, `bot.wai
 
 from __future__ import annotations
 
+import ast
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -28,8 +29,11 @@ from tests.support.teams_activities import (
     TENANT,
 )
 from tests.support.teams_world import APP_ID, OUTGOING_TOKEN, RunningTeams, running_teams
+from tests.support.views import source_view, turn_citing
+from threadwise.bot import teams_cards as cards
 from threadwise.bot.teams_settings import TeamsSettings
 from threadwise.core.answer.llm import LLMAnswerer
+from threadwise.core.attribute.explanation import ClusterAttribution, SourceRef
 from threadwise.db.conversations import ThreadKey
 from threadwise.index.store import EvidenceIndex
 
@@ -114,10 +118,13 @@ def test_a_mention_in_a_channel_is_answered_in_its_thread_with_sources_and_actio
     assert body["channelData"]["feedbackLoop"] == {"type": "default"}
     card = card_of(answer)
     lines = [b["text"] for b in card["body"]]
+    # the page was last modified 2024-05-03: more than THREADWISE_STALE_AFTER_DAYS (730) ago
     assert any(
-        "[Requesting a new laptop](https://wiki.example/display/IT/Laptops) · IT · updated 2024-05-03" in line
+        "[Requesting a new laptop](https://wiki.example/display/IT/Laptops) · IT · updated 2024-05-03"
+        " · ⚠ possibly outdated" in line
         for line in lines
     )
+    assert citation["appearance"]["keywords"] == ["IT", "updated 2024-05-03", "possibly outdated"]
     action = explain_action(answer)
     assert action["type"] == "Action.Execute" and action["data"]["turn_id"] >= 1
     # the question was stored without the mention markup, in the thread of the post
@@ -402,3 +409,52 @@ def test_settings_refuse_to_start_without_a_client_id_or_the_local_trial_flag() 
         {"TEAMS_CLIENT_ID": "x", "TEAMS_CLIENT_SECRET": "s", "THREADWISE_TEAMS_ADMINS": "a, b,"}
     )
     assert full.problem() is None and full.admin_ids == ("a", "b") and full.configured
+
+
+# -- rendering, from the neutral views ---------------------------------------------------------------------
+
+
+def test_teams_writes_its_source_lines_in_markdown_with_the_date_and_the_outdated_mark() -> None:
+    turn = turn_citing(
+        source_view(1, "old", title="Laptops [v2] | IT", space="IT", outdated=True),
+        source_view(2, "new", title="Printers", space="IT", modified="2026-10-01T08:00:00Z"),
+        source_view(3, "none", title="Undated", space="IT", modified=""),
+    )
+    assert cards.source_lines(turn.cited_sources) == [
+        "[1] [Laptops (v2) | IT](https://wiki.example/old) · IT · updated 2024-05-03 · ⚠ possibly outdated",
+        "[2] [Printers](https://wiki.example/new) · IT · updated 2026-10-01",
+        "[3] [Undated](https://wiki.example/none) · IT",
+    ]
+    entity = cards.answer_activity(turn).model_dump(by_alias=True, exclude_none=True)["entities"][0]
+    keywords = [c["appearance"]["keywords"] for c in entity["citation"]]
+    assert keywords == [
+        ["IT", "updated 2024-05-03", "possibly outdated"],
+        ["IT", "updated 2026-10-01"],
+        ["IT"],
+    ]
+
+
+def test_teams_writes_the_explanation_in_markdown() -> None:
+    refs = tuple(
+        SourceRef(n, f"e{n}", f"p{n}", "Laptops", f"https://wiki.example/{n}", f"Laptops [row {n}]", "row")
+        for n in (1, 2)
+    )
+    cluster = ClusterAttribution(1, refs, 0.75, 0.5, (0.5,), ("x",))
+    failed = ClusterAttribution(2, refs[1:], 0.0, None, (), (), scored=False, error="timeout <5 s>")
+    assert cards.cluster_line(cluster) == (
+        "`███████▌  ` **75%**  [Laptops (row 1)](https://wiki.example/1) [1], "
+        "[Laptops (row 2)](https://wiki.example/2) [2]"
+    )
+    assert cards.cluster_line(failed).startswith("*not scored: timeout &lt;5 s&gt;*  [Laptops (row 2)]")
+
+
+def test_teams_cards_borrow_nothing_from_slack() -> None:
+    """Teams renders from the neutral views: no Slack library, nor Slack's Block Kit or mrkdwn modules."""
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(Path(cards.__file__).read_text())):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            names.update(f"{node.module}.{alias.name}" for alias in node.names)
+    assert "threadwise.turn_views.page_lines" in names
+    assert [n for n in names if "slack" in n or ".blocks" in n or ".mrkdwn" in n] == []

@@ -74,6 +74,12 @@ def modified_at(last_modified: str) -> datetime | None:
     return when if when.tzinfo else when.replace(tzinfo=UTC)
 
 
+def page_date(last_modified: str) -> str:
+    """The day a page was last modified, "2024-05-03"; "" when unknown."""
+    modified = modified_at(last_modified)
+    return modified.date().isoformat() if modified else ""
+
+
 def _utc_now() -> datetime:
     return datetime.now(UTC)
 
@@ -106,8 +112,7 @@ class SourceLine:
     @property
     def date(self) -> str:
         """The last-modified day, "2024-05-03"; "" when unknown."""
-        modified = modified_at(self.last_modified)
-        return modified.date().isoformat() if modified else ""
+        return page_date(self.last_modified)
 
 
 def page_lines(sources: Sequence[SourceView]) -> list[SourceLine]:
@@ -123,6 +128,14 @@ def page_lines(sources: Sequence[SourceView]) -> list[SourceLine]:
         )
         for numbers, s in page_groups(sources)
     ]
+
+
+# what Explain shows above its groups of sources, on every platform (each sets the title in its own bold)
+WHY_TITLE = "Why this answer?"
+WHY_TEXT = (
+    "Each group of similar sources was removed in turn and the question answered again; "
+    "the more the answer changed, the larger the group's share."
+)
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ from threadwise.conversations import ExplainView, SourceView, TurnView, page_gro
 from threadwise.core.answer.citations import rewrite_citations, strip_citations
 from threadwise.core.attribute.explanation import ClusterAttribution, Explanation, share_bar
 from threadwise.core.types import NOT_FOUND_PLAIN
-from threadwise.turn_views import page_lines
+from threadwise.turn_views import WHY_TEXT, WHY_TITLE, page_lines
 
 Message = dict[str, Any]
 Block = dict[str, Any]
@@ -225,10 +225,7 @@ def notice_message(text: str) -> Message:
 # -- Explain -----------------------------------------------------------------------------------------------
 
 
-WHY = (
-    "*Why this answer?* Each group of similar sources was removed in turn and the question answered again; "
-    "the more the answer changed, the larger the group's share."
-)
+WHY = f"*{WHY_TITLE}* {WHY_TEXT}"
 MAX_CLUSTERS_SHOWN = 40
 MAX_SOURCES_PER_CLUSTER = 8
 

@@ -1,10 +1,14 @@
 """What the Teams bot shows: pure functions from the conversation service's views to Bot Framework activities.
 
 An answer is one message: Markdown text whose citations "[N]" are Teams citation entities (the page's
-title, an excerpt and its link in a pop-over), the "AI generated" label, Teams' native 👍/👎 feedback
-buttons, and an Adaptive Card with the sources (title, space, updated) and an **Explain** button
-(`Action.Execute`, verb `explain`). Messages are built with the Teams SDK's builders (`add_ai_generated`,
-`add_citation`, `add_feedback`); cards are JSON-ready dicts.
+title, an excerpt, its link, space and last-modified date in a pop-over), the "AI generated" label, Teams'
+native 👍/👎 feedback buttons, and an Adaptive Card with the sources (title, space, updated, possibly
+outdated) and an **Explain** button (`Action.Execute`, verb `explain`). Messages are built with the Teams
+SDK's builders (`add_ai_generated`, `add_citation`, `add_feedback`); cards are JSON-ready dicts.
+
+Everything is written here from the platform-neutral views (`turn_views`), in Markdown: nothing of Slack's
+rendering is borrowed. Only the admin replies, which the admin service writes in Slack's mrkdwn, are
+turned into Markdown (`from_mrkdwn`).
 """
 
 from __future__ import annotations
@@ -17,11 +21,10 @@ from microsoft_teams.api.activities.message.message import MessageActivityInput
 from microsoft_teams.api.models.attachment.attachment import Attachment
 from microsoft_teams.api.models.entity import CitationAppearance
 
-from threadwise.bot import blocks
-from threadwise.bot.blocks import WHY, cluster_line, page_groups
 from threadwise.conversations import ExplainView, SourceView, TurnView
 from threadwise.core.answer.citations import rewrite_citations
-from threadwise.core.attribute.explanation import Explanation
+from threadwise.core.attribute.explanation import ClusterAttribution, Explanation, share_bar
+from threadwise.turn_views import WHY_TEXT, WHY_TITLE, page_date, page_groups, page_lines
 
 Card = dict[str, Any]
 
@@ -33,7 +36,11 @@ CARD_TYPE = "application/vnd.microsoft.card.adaptive"
 CARD_VERSION = "1.5"
 MAX_CITATIONS = 20  # Teams shows at most 20 citation entities per message
 MAX_CLUSTERS_SHOWN = 20
+MAX_SOURCES_PER_CLUSTER = 8
+MAX_SOURCE_LINES = 8
 MAX_TEXT = 20_000  # Teams refuses messages much beyond ~28 KB
+LABEL_CHARS = 150  # a page title in a link: a 10 KB title must not push the rest of a line out
+OUTDATED = "⚠ possibly outdated"  # a cited page older than THREADWISE_STALE_AFTER_DAYS
 
 
 def escape(text: str) -> str:
@@ -80,19 +87,33 @@ def add_citations(message: MessageActivityInput, turn: TurnView) -> MessageActiv
     """Teams' citation entities for the cited sources: title, an excerpt and the link, shown on "[N]"."""
     for s in turn.cited_sources[:MAX_CITATIONS]:
         url = s.url if s.url.startswith(("http://", "https://")) else None
+        date = page_date(s.last_modified)
+        keywords = [_cut(s.space, 28)] if s.space else []
+        keywords += [f"updated {date}"] if date else []
+        keywords += ["possibly outdated"] if s.possibly_outdated else []
         appearance = CitationAppearance(
             name=_cut(s.title or s.label, 80),
             abstract=_cut(" ".join(s.text.split()), 160) or "…",
             url=url,
-            keywords=[_cut(s.space, 28)] if s.space else None,
+            keywords=keywords or None,
         )
         message.add_citation(s.number, appearance)
     return message
 
 
 def source_lines(sources: Sequence[SourceView]) -> list[str]:
-    """One line per page: "[1, 3] [Title](url) · SPACE · updated 2024-05-03" (the Slack lines, as Markdown)."""
-    return from_mrkdwn(blocks.source_lines(sources)).split("\n\n")
+    """One line per page: "[1, 3] [Title](url) · SPACE · updated 2024-05-03 · ⚠ possibly outdated"."""
+    pages = page_lines(sources)
+    lines = []
+    for page in pages[:MAX_SOURCE_LINES]:
+        parts = [f"[{', '.join(map(str, page.numbers))}] {link(page.url, _cut(page.title, LABEL_CHARS))}"]
+        parts += [escape(page.space)] if page.space else []
+        parts += [f"updated {page.date}"] if page.date else []
+        parts += [OUTDATED] if page.possibly_outdated else []
+        lines.append(" · ".join(parts))
+    if len(pages) > MAX_SOURCE_LINES:
+        lines.append(f"… and {len(pages) - MAX_SOURCE_LINES} more pages")
+    return lines
 
 
 def _text_block(text: str, **extra: Any) -> dict[str, Any]:
@@ -185,16 +206,29 @@ def explanation_text(view: ExplainView) -> str:
         return "ℹ️ " + escape(view.text)
     expl = Explanation.from_dict(view.result)
     ordered = sorted(expl.clusters, key=lambda c: (not c.scored, -c.share, c.index))
-    parts = [from_mrkdwn(WHY)]
+    parts = [f"**{WHY_TITLE}** {WHY_TEXT}"]
     if expl.note:
         parts.append("*" + escape(expl.note) + "*")
-    parts += [from_mrkdwn(cluster_line(c)) for c in ordered[:MAX_CLUSTERS_SHOWN]]
+    parts += [cluster_line(c) for c in ordered[:MAX_CLUSTERS_SHOWN]]
     if len(ordered) > MAX_CLUSTERS_SHOWN:
         parts.append(f"… and {len(ordered) - MAX_CLUSTERS_SHOWN} smaller groups")
     seconds = expl.timings_ms.get("total", 0.0) / 1000
     footer = f"{expl.answer_calls} answer calls · {seconds:.1f} s"
     parts.append(footer + (" · computed earlier" if view.cached else ""))
     return _cut("\n\n".join(parts), MAX_TEXT)
+
+
+def cluster_line(cluster: ClusterAttribution) -> str:
+    """ "`██████▊   ` **67%**  [Page (row 7)](url) [1], [Other page](url) [4]"."""
+    shown = cluster.sources[:MAX_SOURCES_PER_CLUSTER]
+    sources = ", ".join(f"{link(s.url, _cut(s.label, LABEL_CHARS))} [{s.position}]" for s in shown)
+    if len(cluster.sources) > len(shown):
+        sources += f" and {len(cluster.sources) - len(shown)} more"
+    if cluster.scored:
+        head = f"`{share_bar(cluster.share):<10}` **{cluster.share * 100:.0f}%**"
+    else:
+        head = f"*not scored{': ' + escape(_cut(cluster.error, 200)) if cluster.error else ''}*"
+    return f"{head}  {sources}"
 
 
 def explanation_activity(view: ExplainView) -> MessageActivityInput:
@@ -212,6 +246,7 @@ def explanation_card(turn: TurnView, view: ExplainView) -> Card:
 
 
 # -- admin replies ------------------------------------------------------------------------------------
+# The admin service (shared with Slack) still writes Slack's mrkdwn; its replies alone are turned into Markdown.
 
 _EMOJI = {
     ":warning:": "⚠️",
