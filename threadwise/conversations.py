@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from threadwise import metrics
+from threadwise import logs, metrics
 from threadwise.core.attribute.attribution import DEFAULT_MAX_WORKERS, explain
 from threadwise.core.attribute.explanation import Explanation, render_explanation
 from threadwise.core.complete.conversation import conversation_history, past_turn
@@ -83,6 +83,7 @@ class ConversationService:
         self._explain_locks = [threading.Lock() for _ in range(64)]
 
     # ----- asking -----
+    @logs.in_thread
     def ask(
         self,
         key: ThreadKey,
@@ -146,10 +147,12 @@ class ConversationService:
                 question, FAILED.format(reason=type(err).__name__), reason=redact_endpoints(repr(err))
             )
         turn_id = self.store.add_turn(conversation_id, asked_by=user, question=question, **fields)
+        logs.bind_turn(turn_id)
         turn = self.store.turn(turn_id)
         assert turn is not None
         outcome = metrics.outcome(failed=bool(turn.error), withheld=withheld, not_found=turn.not_found)
         metrics.question(key.platform, outcome, time.perf_counter() - started, fields["timings"])
+        log.info("turn %d: %s", turn_id, outcome)
         note = self.permissions.unmapped_note(asker) if self.permissions and turn.not_found else None
         return turn_view(turn, withheld=withheld, unmapped_note=note or "", page_age=self.page_age)
 
@@ -221,6 +224,7 @@ class ConversationService:
         return self.store.turn_for_message(key.platform, key.channel, ref)
 
     # ----- explaining -----
+    @logs.for_turn
     def explain(self, turn_id: int) -> ExplainView:
         """Counterfactual attribution of a turn's answer; computed once, then served from the store."""
         with self._lock_for(turn_id):

@@ -278,6 +278,7 @@ class HttpServer:
             ),
             lifespan="off",
             log_level="warning",
+            log_config=None,  # uvicorn's lines go to our handler: text or JSON, redacted
             access_log=False,
             timeout_keep_alive=5,
             limit_concurrency=None,  # the protocol keeps the limit, shedding slow clients first

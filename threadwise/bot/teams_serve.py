@@ -78,7 +78,12 @@ class TeamsServer:
         await self.bot.app.initialize()
         self.bot.serving(asyncio.get_running_loop())
         config = uvicorn.Config(
-            self.bot.web, log_level="warning", access_log=False, lifespan="off", timeout_graceful_shutdown=10
+            self.bot.web,
+            log_level="warning",
+            log_config=None,
+            access_log=False,
+            lifespan="off",
+            timeout_graceful_shutdown=10,
         )
         self._server = uvicorn.Server(config)
 

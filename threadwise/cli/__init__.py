@@ -15,8 +15,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import NoReturn
 
+from threadwise import logs
 from threadwise.cli.errors import closed_pipe, describe_error, print_error
-from threadwise.redact import RedactingFilter
 from threadwise.settings import load_settings
 from threadwise.wiring import Threadwise
 
@@ -89,11 +89,11 @@ def main(argv: list[str] | None = None, *, exit_at_once: bool = False) -> int:
         return done.code if isinstance(done.code, int) else 2
     args._state["args"] = args
     os.umask(0o077)  # the data folder and every file in it (SQLite, Chroma, BM25, locks): this user only
+    log_format = os.environ.get("THREADWISE_LOG_FORMAT", "text").strip().lower() or "text"
+    if log_format not in ("text", "json"):
+        return print_error(f"THREADWISE_LOG_FORMAT must be text or json, not {log_format!r}", 2)
     level = logging.DEBUG if args.verbose else logging.WARNING
-    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    for handler in logging.getLogger().handlers:  # bm25s sets its own logger to DEBUG when imported (late)
-        handler.setLevel(level)
-        handler.addFilter(RedactingFilter())  # no credentials in URLs reach a log
+    logs.configure(level=level, json_format=log_format == "json")
     for noisy in ("chromadb", "httpx", "urllib3", "sentence_transformers", "bm25s", "apscheduler"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
     try:
