@@ -209,9 +209,11 @@ def test_a_question_whose_words_meaning_and_page_ranking_agree_on_a_page_outside
     c = HistoryCompleter().complete(FRANCE, [*turns(ALICE), followed(DUE, ALICE, page="p0")])
     agreed = retrieved(FRANCE, words=[("geo", 9.0)], meaning=[("geo", 0.86), ("p0", 0.85)])
     assert settle(c, agreed).method == NEW_TOPIC
-    # the topic's page holding its words still holds it
+    # the topic's page holding most of its words (0.8 of the best page's score) still holds it, less does not
     held = retrieved(FRANCE, words=[("geo", 9.0), ("p0", 8.0)], meaning=[("geo", 0.86), ("p0", 0.85)])
     assert settle(c, held).alone == "" and settle(c, held).method != NEW_TOPIC
+    less = retrieved(FRANCE, words=[("geo", 9.0), ("p0", 6.5)], meaning=[("geo", 0.86), ("p0", 0.85)])
+    assert settle(c, less).method == NEW_TOPIC
 
 
 def test_an_english_question_whose_words_lead_clearly_elsewhere_starts_anew_though_meaning_is_unsure() -> (

@@ -189,6 +189,9 @@ NEW_TOPIC = "new topic (stands alone, and retrieved alone it does not lead to th
 # Measured on the dev split and the topic-switch set (bench/topic_switch.py); the README has the numbers.
 LEXICAL_SHARE = 0.6  # a topic page with this share of the best page's BM25 score holds the question's words
 SURE_DEPTH = 2  # the best page by words among this many best by meaning (or the other way round): sure
+AGREED_SHARE = (
+    0.8  # the share a topic page needs when words, meaning and page ranking agree on a page elsewhere
+)
 CLEAR_LEAD = 0.75  # an English question's best page by words leads clearly when the next has under this share
 DENSE_GAP = 0.02  # a topic page's best evidence this close to the best evidence's cosine is where it leads
 
@@ -205,12 +208,12 @@ def leads_to(alone: Retrieval, pages: Collection[str]) -> bool:
     return bool(near) and alone.dense[0].score - max(near) <= DENSE_GAP
 
 
-def holds_words(alone: Retrieval, pages: Collection[str]) -> bool:
+def holds_words(alone: Retrieval, pages: Collection[str], share: float = LEXICAL_SHARE) -> bool:
     """Whether one of `pages` holds the words of the question retrieved alone: its page score by BM25 is at
-    least `LEXICAL_SHARE` of the best page's."""
+    least `share` of the best page's."""
     best_page = alone.pages[0].score if alone.pages else 0.0
     on_topic = [h.score for h in alone.pages if h.evidence_id in pages]
-    return best_page > 0 and bool(on_topic) and max(on_topic) >= LEXICAL_SHARE * best_page
+    return best_page > 0 and bool(on_topic) and max(on_topic) >= share * best_page
 
 
 def _page(hit: Hit) -> str:
@@ -266,7 +269,7 @@ def starts_anew(alone: Retrieval, question: str, pages: Collection[str]) -> bool
         None,
         *pages,
     ):  # words, meaning and page ranking agree on a page elsewhere:
-        return not holds_words(alone, pages)  # a topic page as near in meaning does not hold it, its words do
+        return not holds_words(alone, pages, AGREED_SHARE)  # nor a topic page as near in meaning
     return not leads_to(alone, pages)
 
 
