@@ -58,6 +58,10 @@ def cases() -> list[Case]:
         Case("empty", ("trace", "one"), usage, says="invalid int"),
         Case("empty", ("index", "--docs", docs), 0, says="6 pages"),
         Case("empty", ("purge",), 0, says="older than 90 days"),
+        Case("empty", ("report",), 0, says="What the wiki is missing"),
+        Case("empty", ("report", "--days", "7", "--format", "json"), 0, says='"unanswered"'),
+        Case("empty", ("report", "--since", "2026-01-01", "--out", "gaps.html"), 0, says="Wrote gaps.html"),
+        Case("empty", ("report", "--days", "0"), usage, says="number of days"),
         Case("empty", ("purge", "--days", "7"), 0, says="older than 7 days"),
         Case(
             "empty",
