@@ -22,6 +22,11 @@ log = logging.getLogger(__name__)
 
 __all__ = ["EVENTS_PATH", "HttpServer", "serve"]
 
+# On SIGTERM: the HTTP server stops taking requests (up to 10 s for those in flight), then the answers in progress
+# and queued get this long; what is left is handed over (its claim, no longer renewed, lapses to another
+# replica). compose.yaml's stop_grace_period leaves room for both (tests/test_compose.py).
+DRAIN_S = 15.0
+
 
 class Scheduler(Protocol):
     def start(self) -> None: ...
@@ -78,7 +83,20 @@ def serve(
             server.stop()
         if scheduler is not None:
             scheduler.shutdown(wait=False)
-        bot.close(wait=True)
+        drain(bot)
+
+
+class Drains(Protocol):
+    def wait_idle(self, timeout: float = ...) -> bool: ...
+    def close(self, *, wait: bool = ...) -> None: ...
+
+
+def drain(bot: Drains) -> None:
+    """Let the answers in progress finish for at most DRAIN_S, then close the bot: what is still open is left to
+    another replica."""
+    if not bot.wait_idle(timeout=DRAIN_S):
+        log.warning("stopping with answers still in progress after %.0f s: left to another replica", DRAIN_S)
+    bot.close(wait=False)
 
 
 def _warm_up(bot: SlackBot, warm_up: Callable[[], None] | None) -> None:

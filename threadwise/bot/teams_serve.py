@@ -21,7 +21,7 @@ import uvicorn
 from fastapi import Response
 
 from threadwise import metrics
-from threadwise.bot.serve import Scheduler
+from threadwise.bot.serve import Scheduler, drain
 from threadwise.bot.teams_app import MESSAGES_PATH, TeamsBot
 from threadwise.bot.teams_settings import TeamsSettings
 
@@ -130,8 +130,8 @@ def serve_teams(
     )
     try:
         yield server
-    finally:  # the answers in progress first: they send through the server's loop
-        bot.close(wait=True)
+    finally:  # the answers in progress first (at most DRAIN_S): they send through the server's loop
+        drain(bot)
         server.stop()
 
 

@@ -1,0 +1,91 @@
+"""SIGTERM to a real `threadwise serve --http` process with a question in flight: it stops taking requests at
+once, finishes the answer in progress, and exits 0 within its documented bound."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+from tests.support.cli import threadwise_cli
+from tests.support.fake_openai import FakeOpenAI
+from tests.support.fake_slack import FakeSlack
+from tests.support.llm import unused_port
+from tests.support.slack_events import SlackSender
+from tests.support.teams_world import wait_healthy
+from threadwise.bot.serve import DRAIN_S
+
+ROOT = Path(__file__).resolve().parents[1]
+SECRET = "0123456789abcdef0123456789abcdef"
+SAMPLE = ROOT / "threadwise" / "sample_wiki"
+
+
+def _refused(url: str) -> bool:
+    try:
+        urllib.request.urlopen(url, timeout=2).close()
+    except urllib.error.HTTPError:
+        return False  # answered: still taking requests
+    except OSError:
+        return True
+    return False
+
+
+def test_sigterm_finishes_the_answer_in_flight_and_exits_0(tmp_path: Path) -> None:
+    # every model call takes 3 s: the question is still being answered when SIGTERM comes
+    with FakeOpenAI(delay=3.0) as llm, FakeSlack(users={"U1": {}}) as slack:
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("THREADWISE_", "OPENAI_", "SLACK_"))}
+        env |= {"HOME": str(tmp_path), "THREADWISE_DATA_DIR": str(tmp_path / "data")}
+        env |= {"THREADWISE_EMBEDDER": "hashing", "SLACK_SIGNING_SECRET": SECRET}
+        env |= {"SLACK_BOT_TOKEN": slack.token, "SLACK_API_URL": slack.api_url}
+        indexed = threadwise_cli(env | {"THREADWISE_LLM": "off"}, "index", "--docs", str(SAMPLE))
+        assert indexed.returncode == 0, indexed.stderr
+        env |= {"THREADWISE_LLM_BASE_URL": llm.url, "THREADWISE_LLM_API_KEY": llm.api_key}
+        port = unused_port()
+        process = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "threadwise",
+                "serve",
+                "--http",
+                str(port),
+                "--host",
+                "127.0.0.1",
+                "--no-sync",
+            ],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            wait_healthy(f"http://127.0.0.1:{port}/healthz", process, timeout=180)
+            sender = SlackSender(
+                url=f"http://127.0.0.1:{port}/slack/events", signing_secret=SECRET, team=slack.team_id
+            )
+            ts = "1700000000.000100"
+            event = {"type": "app_mention", "user": "U1", "text": "<@UBOT> who is on call?", "ts": ts}
+            assert sender.event({**event, "channel": "C1", "event_ts": ts}).status == 200
+            slack.wait_for(lambda: llm.requests, timeout=60)  # the answer is under way
+            process.send_signal(signal.SIGTERM)
+            stopped = time.monotonic()
+            deadline = stopped + 5
+            while not _refused(f"http://127.0.0.1:{port}/healthz") and time.monotonic() < deadline:
+                time.sleep(0.1)
+            assert _refused(f"http://127.0.0.1:{port}/healthz")  # no new requests taken
+            out, err = process.communicate(timeout=10 + DRAIN_S + 10)
+            took = time.monotonic() - stopped
+        finally:
+            if process.poll() is None:
+                process.kill()
+                process.communicate()
+        assert process.returncode == 0, err
+        assert took < 10 + DRAIN_S  # the server's stop (10 s at most) and the drain
+        answers = [m for m in slack.bot_messages("C1", ts) if "explain" in str(m.get("blocks"))]
+        assert answers, slack.bot_messages("C1", ts)  # the question in flight got its answer, not silence
