@@ -112,6 +112,11 @@ def test_a_question_of_its_own_that_shares_words_with_the_topic_stays_on_it() ->
     assert may_start_topic(
         "How many Intel CPU generations were tested during the OpenXT 7.0 hardware testing?", topic
     )
+    # a hyphenated compound counts its parts: one word in common does not hold this long question either
+    assert may_start_topic(
+        "Wie viele Build-Standorte wurden für OpenXt 7.x verwendet?",
+        ["was bewirkt ein erfolgreicher Durchlauf des Skripts ./build.sh für oxt 6?"],
+    )
     # German compounds meet their parts
     assert not may_start_topic(
         "Welche Eingabegeräte sind vom Schutz betroffen?",

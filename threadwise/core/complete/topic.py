@@ -165,7 +165,9 @@ def shared_words(question: str, topic: Iterable[str]) -> int:
 
 def shares_topic(question: str, topic: Iterable[str]) -> bool:
     """Whether `question` stays on the topic of the texts `topic`: a word of it, or two of a long question."""
-    own = len(set(content_words(question)))
+    own = len(
+        {part for word in content_words(question) for part in word.split("-")}
+    )  # "Build-Standorte": two
     return shared_words(question, topic) >= (2 if own >= LONG else 1)
 
 
