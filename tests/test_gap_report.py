@@ -231,7 +231,7 @@ def test_json_has_every_section_with_pages_and_counts(seeded: Seeded) -> None:
         not_found,
         voted_down,
     )
-    assert data["window"]["days"] == 31 and len(data["questions_per_day"]) == 31
+    assert data["window"]["days"] == 30 and len(data["questions_per_day"]) == 31  # the first day in part
 
 
 def test_two_pages_that_disagree_are_a_conflict(seeded: Seeded) -> None:
@@ -331,6 +331,17 @@ def test_html_shows_every_section_and_both_charts(seeded: Seeded) -> None:
         XMAS_DE_Q in page and PARENTAL_Q in page and "Diese Nummer ist veraltet – bitte aktualisieren" in page
     )
     assert "U_ERIK" not in page
+
+
+def test_a_front_end_gets_the_top_groups_and_the_report_as_a_file(seeded: Seeded) -> None:
+    """What the App Home, `/threadwise gaps` and a digest call: the largest groups, and the whole report."""
+    top = seeded.reports.top_groups(2)
+    assert [g.count for g in top] == [2, 2]
+    assert {g.topic for g in top} <= {PARENTAL_Q, PARENTAL_WEEKS_Q, XMAS_DE_Q, XMAS_EN_Q}
+    file = seeded.reports.report_file("html")
+    assert file.name == f"threadwise-gaps-{datetime.now(UTC).date().isoformat()}.html"
+    assert file.media_type == "text/html" and file.content.decode().startswith("<!DOCTYPE html>")
+    assert json.loads(seeded.reports.report_file("json", days=7).content)["window"]["days"] == 7
 
 
 def test_who_asked_appears_only_when_the_data_policy_allows(seeded: Seeded) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 
 
 @dataclass(frozen=True)
@@ -132,4 +133,6 @@ class Report:
 
     @property
     def days(self) -> int:
-        return len(self.questions_per_day)
+        """The window's length in days (its first and last calendar days are both charted)."""
+        span = datetime.fromisoformat(self.until) - datetime.fromisoformat(self.since)
+        return max(1, round(span.total_seconds() / 86400))
