@@ -401,6 +401,30 @@ def test_the_window_and_retention_decide_what_is_in_it(seeded: Seeded) -> None:
     assert question not in _all_questions(report_dict(seeded.reports.report(days=60)))
 
 
+def test_the_report_reads_beside_a_writer(seeded: Seeded) -> None:
+    """`serve` may be in the middle of storing an answer: the report neither waits for it nor shows it."""
+    conversation = seeded.answer(SEV3_Q).conversation_id
+    with seeded.app.sessions() as s:
+        s.add(
+            TurnRow(
+                conversation_id=conversation,
+                question="Is this being answered right now?",
+                completed_question="Is this being answered right now?",
+                answer="",
+                not_found=True,
+                sources=[],
+                cited=[],
+                trace={},
+                timings={},
+                config={},
+            )
+        )
+        s.flush()  # the write lock is held until the rollback
+        data = report_dict(seeded.reports.report())
+        s.rollback()
+    assert data["totals"]["questions"] == 9
+
+
 def test_the_command_writes_each_format(
     seeded: Seeded, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
