@@ -15,11 +15,15 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.support.fake_bot_connector import FakeBotConnector
+from tests.support.fake_confluence import FakeConfluence, tree_wiki
 from tests.support.fake_slack import FakeSlack
 from tests.support.slack_world import Running, World, running_bot
+from tests.support.sync_env import make_env
 from tests.support.teams_activities import PERSONAL
 from tests.support.teams_world import running_teams
 from tests.test_slack_bot import mention, press, text_of, vote, wait_answers
+from threadwise import metrics
+from threadwise.connectors.scope import SpaceScope
 
 ROOT = Path(__file__).resolve().parents[1]
 Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
@@ -29,9 +33,14 @@ def scrape(url: str) -> Samples:
     reply = httpx.get(url, timeout=10)
     assert reply.status_code == 200
     assert reply.headers["content-type"].startswith("text/plain; version=0.0.4")
+    return parse(reply.text)
+
+
+def parse(text: str) -> Samples:
+    """Prometheus' text format, read by prometheus-client's own parser."""
     return {
         (s.name, frozenset(s.labels.items())): s.value
-        for family in text_string_to_metric_families(reply.text)
+        for family in text_string_to_metric_families(text)
         for s in family.samples
     }
 
@@ -70,6 +79,7 @@ def test_slack_questions_votes_and_explain_are_counted(run: Running, world: Worl
     assert grew("threadwise_stage_seconds_count", stage="attribution") == 1
     assert grew("threadwise_explains_total", result="computed") == 1
     assert grew("threadwise_votes_total", vote="up") == 1
+    assert value(after, "threadwise_questions_waiting") == 0  # the fair pool, idle again
     # read from the index when scraped
     assert value(after, "threadwise_index_pages") == 3
     assert value(after, "threadwise_index_evidences") == world.index.count() > 0
@@ -86,6 +96,29 @@ def test_teams_questions_are_counted_on_the_teams_port(world: World) -> None:
     key = ("threadwise_questions_total", frozenset({("platform", "teams"), ("outcome", "answered")}))
     assert after.get(key, 0.0) - before.get(key, 0.0) == 1
     assert value(after, "threadwise_index_pages") == 3
+
+
+def _exposed() -> Samples:
+    return parse(metrics.exposition()[0].decode())
+
+
+def test_sync_runs_and_their_pages_are_counted(tmp_path: Path) -> None:
+    with FakeConfluence(pages=tree_wiki(), context_path="/confluence") as fake:
+        env = make_env(tmp_path, fake.url)
+        before = _exposed()
+        first = env.syncer.sync(SpaceScope.of("DOCS"))
+        fake.delete_page("113")
+        second = env.syncer.sync(SpaceScope.of("DOCS"))
+        after = _exposed()
+    assert (first.status, second.status) == ("ok", "ok")
+
+    def grew(name: str, **labels: str) -> float:
+        return value(after, name, **labels) - value(before, name, **labels)
+
+    assert grew("threadwise_sync_runs_total", result="ok") == 2
+    assert grew("threadwise_sync_pages_total", change="added") == first.counts.added > 0
+    assert grew("threadwise_sync_pages_total", change="deleted") == 1
+    assert grew("threadwise_sync_seconds_count") == 2
 
 
 _RECORD = (
@@ -108,11 +141,7 @@ def test_several_processes_add_up_in_multi_process_mode(tmp_path: Path) -> None:
         capture_output=True,
         text=True,
     ).stdout
-    samples = {
-        (s.name, frozenset(s.labels.items())): s.value
-        for family in text_string_to_metric_families(text)
-        for s in family.samples
-    }
+    samples = parse(text)
     assert value(samples, "threadwise_questions_total", platform="slack", outcome="failed") == 2
     assert value(samples, "threadwise_stage_seconds_count", stage="retrieval") == 2
     assert value(samples, "threadwise_sync_runs_total", result="ok") == 2

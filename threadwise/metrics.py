@@ -111,13 +111,23 @@ def sync_run(status: str, added: int, updated: int, deleted: int, failed: int, s
         SYNC_SECONDS.observe(seconds)
 
 
-class _IndexCollector:
-    """The index's size as two gauges, read when scraped (a failing read leaves them out)."""
+class _ScrapeTime:
+    """What is read when scraped: the index's size, the questions waiting for a worker of this process (a
+    failing read leaves its gauges out)."""
 
-    def __init__(self, size: IndexSize) -> None:
+    def __init__(self, size: IndexSize | None, waiting: Callable[[], int] | None) -> None:
         self.size = size
+        self.waiting = waiting
 
     def collect(self) -> Iterator[Metric]:
+        if self.waiting is not None:
+            yield GaugeMetricFamily(
+                "threadwise_questions_waiting",
+                "Questions and Explains queued for a worker of this process",
+                value=self.waiting(),
+            )
+        if self.size is None:
+            return
         try:
             pages, evidences = self.size()
         except Exception:  # the database away: the scrape still answers, without these two
@@ -128,8 +138,11 @@ class _IndexCollector:
         )
 
 
-def exposition(index_size: IndexSize | None = None) -> tuple[bytes, str]:
-    """The body and content type of a `/metrics` reply (every process's samples in multi-process mode)."""
+def exposition(
+    index_size: IndexSize | None = None, *, waiting: Callable[[], int] | None = None
+) -> tuple[bytes, str]:
+    """The body and content type of a `/metrics` reply (every process's samples in multi-process mode);
+    `index_size` and `waiting` are read now."""
     registry = CollectorRegistry()
     if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
         from prometheus_client.multiprocess import MultiProcessCollector
@@ -137,8 +150,7 @@ def exposition(index_size: IndexSize | None = None) -> tuple[bytes, str]:
         MultiProcessCollector(registry)
     else:
         registry.register(_Own())
-    if index_size is not None:
-        registry.register(_IndexCollector(index_size))
+    registry.register(_ScrapeTime(index_size, waiting))
     return generate_latest(registry), CONTENT_TYPE
 
 

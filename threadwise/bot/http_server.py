@@ -136,7 +136,8 @@ class SlackAsgiApp:
         return response.status, response.body or "", dict(response.headers)
 
     def _metrics(self) -> tuple[bytes, str]:
-        return metrics.exposition(metrics.index_size_of(self.bot.conversations.index))
+        size = metrics.index_size_of(self.bot.conversations.index)
+        return metrics.exposition(size, waiting=lambda: self.bot.workers.waiting)
 
     def _dispatch_safely(self, request: BoltRequest, once: str | None) -> BoltResponse:
         try:

@@ -42,7 +42,7 @@ class TeamsServer:
         size = metrics.index_size_of(bot.conversations.index)
 
         def scrape() -> Response:  # a plain function: FastAPI runs it off the event loop
-            body, content_type = metrics.exposition(size)
+            body, content_type = metrics.exposition(size, waiting=lambda: bot.workers.waiting)
             return Response(body, media_type=content_type)
 
         bot.web.get("/metrics")(scrape)
