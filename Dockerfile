@@ -21,8 +21,9 @@ FROM python:3.11-slim
 ENV PATH=/opt/threadwise/bin:$PATH \
     PYTHONUNBUFFERED=1 \
     THREADWISE_DATA_DIR=/data
-RUN useradd --system --uid 10001 --user-group --home-dir /data --shell /usr/sbin/nologin threadwise \
-    && mkdir /data && chown threadwise:threadwise /data
+RUN groupadd --system --gid 10001 threadwise \
+    && useradd --system --uid 10001 --gid 10001 --home-dir /data --shell /usr/sbin/nologin threadwise \
+    && mkdir /data && chown 10001:10001 /data
 COPY --from=build /opt/threadwise /opt/threadwise
 USER 10001:10001
 WORKDIR /data
