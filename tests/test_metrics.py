@@ -16,7 +16,9 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from tests.support.fake_bot_connector import FakeBotConnector
 from tests.support.fake_confluence import FakeConfluence, tree_wiki
+from tests.support.fake_openai import FakeOpenAI
 from tests.support.fake_slack import FakeSlack
+from tests.support.llm import chat_for
 from tests.support.slack_world import Running, World, running_bot
 from tests.support.sync_env import make_env
 from tests.support.teams_activities import PERSONAL
@@ -24,6 +26,7 @@ from tests.support.teams_world import running_teams
 from tests.test_slack_bot import mention, press, text_of, vote, wait_answers
 from threadwise import metrics
 from threadwise.connectors.scope import SpaceScope
+from threadwise.core.protocols import ChatError
 
 ROOT = Path(__file__).resolve().parents[1]
 Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
@@ -119,6 +122,27 @@ def test_sync_runs_and_their_pages_are_counted(tmp_path: Path) -> None:
     assert grew("threadwise_sync_pages_total", change="added") == first.counts.added > 0
     assert grew("threadwise_sync_pages_total", change="deleted") == 1
     assert grew("threadwise_sync_seconds_count") == 2
+
+
+def test_llm_calls_errors_and_tokens_are_counted() -> None:
+    with FakeOpenAI(replies=["four words in reply"]) as llm:
+        chat = chat_for(llm, max_retries=0)
+        before = _exposed()
+        assert chat.chat([{"role": "user", "content": "say four words"}]) == "four words in reply"
+        llm.fail(500)
+        with pytest.raises(ChatError):
+            chat.chat([{"role": "user", "content": "again"}])
+        after = _exposed()
+
+    def grew(name: str, **labels: str) -> float:
+        return value(after, name, **labels) - value(before, name, **labels)
+
+    assert grew("threadwise_llm_calls_total", model="fake-model", result="ok") == 1
+    assert grew("threadwise_llm_calls_total", model="fake-model", result="error") == 1
+    assert (
+        grew("threadwise_llm_tokens_total", model="fake-model", kind="prompt") == 3
+    )  # as the server counted
+    assert grew("threadwise_llm_tokens_total", model="fake-model", kind="completion") == 4
 
 
 _RECORD = (

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 from prometheus_client.core import GaugeMetricFamily
@@ -59,6 +59,18 @@ LLM_ERRORS = Counter(
     ["what"],
     registry=REGISTRY,
 )
+LLM_CALLS = Counter(
+    "threadwise_llm_calls",
+    "Requests to the language model, by model and result (ok, error: after the client's retries)",
+    ["model", "result"],
+    registry=REGISTRY,
+)
+LLM_TOKENS = Counter(
+    "threadwise_llm_tokens",
+    "Tokens the language model reported, by model and kind (prompt, completion)",
+    ["model", "kind"],
+    registry=REGISTRY,
+)
 SYNC_RUNS = Counter(
     "threadwise_sync_runs",
     "Sync runs of a space, by result (ok, partial, failed, busy)",
@@ -100,6 +112,15 @@ def question(platform: str, outcome: str, seconds: float, stages_ms: dict[str, f
     for stage in ("completion", "retrieval", "answer"):
         if stage in stages_ms:
             STAGE_SECONDS.labels(stage=stage).observe(stages_ms[stage] / 1000)
+
+
+def llm_call(model: str, *, ok: bool, usage: Any = None) -> None:
+    """One request to the language model; `usage` as its reply reports it (some servers report none)."""
+    LLM_CALLS.labels(model=model, result="ok" if ok else "error").inc()
+    for kind in ("prompt", "completion"):
+        tokens = getattr(usage, f"{kind}_tokens", None)
+        if isinstance(tokens, int) and tokens > 0:
+            LLM_TOKENS.labels(model=model, kind=kind).inc(tokens)
 
 
 def sync_run(status: str, added: int, updated: int, deleted: int, failed: int, seconds: float) -> None:

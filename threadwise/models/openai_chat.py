@@ -16,6 +16,7 @@ from typing import Any
 
 import openai
 
+from threadwise import metrics
 from threadwise.core.protocols import ChatError
 from threadwise.models.llm_defaults import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT
 
@@ -76,9 +77,12 @@ class OpenAIChat:
             except openai.BadRequestError as err:
                 if self._learn_unsupported(err):
                     continue
+                metrics.llm_call(self.model, ok=False)
                 raise ChatError(self._explain(err)) from err
             except openai.OpenAIError as err:
+                metrics.llm_call(self.model, ok=False)
                 raise ChatError(self._explain(err)) from err
+            metrics.llm_call(self.model, ok=True, usage=getattr(response, "usage", None))
             return self._content(response)
         raise ChatError(
             f"The language model {self.model} at {self.endpoint} rejected every parameter variant."
