@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -27,6 +28,7 @@ from tests.test_slack_bot import mention, press, text_of, vote, wait_answers
 from threadwise import metrics
 from threadwise.connectors.scope import SpaceScope
 from threadwise.core.protocols import ChatError
+from threadwise.sync.permission_sync import PermissionSyncer
 
 ROOT = Path(__file__).resolve().parents[1]
 Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
@@ -112,8 +114,9 @@ def test_sync_runs_and_their_pages_are_counted(tmp_path: Path) -> None:
         first = env.syncer.sync(SpaceScope.of("DOCS"))
         fake.delete_page("113")
         second = env.syncer.sync(SpaceScope.of("DOCS"))
+        permissions = PermissionSyncer(syncer=env.syncer).sync(SpaceScope.of("DOCS"))
         after = _exposed()
-    assert (first.status, second.status) == ("ok", "ok")
+    assert (first.status, second.status, permissions.status) == ("ok", "ok", "ok")
 
     def grew(name: str, **labels: str) -> float:
         return value(after, name, **labels) - value(before, name, **labels)
@@ -122,6 +125,9 @@ def test_sync_runs_and_their_pages_are_counted(tmp_path: Path) -> None:
     assert grew("threadwise_sync_pages_total", change="added") == first.counts.added > 0
     assert grew("threadwise_sync_pages_total", change="deleted") == 1
     assert grew("threadwise_sync_seconds_count") == 2
+    assert grew("threadwise_permission_sync_runs_total", result="ok") == 1
+    for name in ("threadwise_sync", "threadwise_permission_sync"):  # how old the last good run is
+        assert time.time() - value(after, f"{name}_last_success_timestamp_seconds") < 60
 
 
 def test_llm_calls_errors_and_tokens_are_counted() -> None:

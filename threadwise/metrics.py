@@ -13,7 +13,7 @@ import os
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.metrics_core import Metric
 
@@ -89,6 +89,24 @@ SYNC_SECONDS = Histogram(
     buckets=(1.0, 5.0, 15.0, 60.0, 300.0, 900.0, 1800.0, 3600.0, 7200.0),
     registry=REGISTRY,
 )
+SYNC_LAST_OK = Gauge(
+    "threadwise_sync_last_success_timestamp_seconds",
+    "When a sync run of a space last ended ok or partial (Unix time)",
+    multiprocess_mode="max",
+    registry=REGISTRY,
+)
+PERMISSION_RUNS = Counter(
+    "threadwise_permission_sync_runs",
+    "Permission sync runs of a space, by result (ok, failed, busy, skipped)",
+    ["result"],
+    registry=REGISTRY,
+)
+PERMISSION_LAST_OK = Gauge(
+    "threadwise_permission_sync_last_success_timestamp_seconds",
+    "When a permission sync of a space last ended ok (Unix time)",
+    multiprocess_mode="max",
+    registry=REGISTRY,
+)
 
 # the text format every Prometheus reads (prometheus-client's own default names a newer version, for the same body)
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
@@ -130,6 +148,14 @@ def sync_run(status: str, added: int, updated: int, deleted: int, failed: int, s
             SYNC_PAGES.labels(change=change).inc(n)
     if status != "busy":
         SYNC_SECONDS.observe(seconds)
+    if status in ("ok", "partial"):
+        SYNC_LAST_OK.set_to_current_time()
+
+
+def permission_sync(status: str) -> None:
+    PERMISSION_RUNS.labels(result=status).inc()
+    if status == "ok":
+        PERMISSION_LAST_OK.set_to_current_time()
 
 
 class _ScrapeTime:

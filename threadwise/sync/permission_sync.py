@@ -17,6 +17,7 @@ import logging
 import time
 from dataclasses import dataclass, replace
 
+from threadwise import metrics
 from threadwise.connectors.confluence import NOT_CONFIGURED, ConfluenceClient, ConfluenceError, PageRef
 from threadwise.connectors.confluence_permissions import Directory
 from threadwise.connectors.scope import SpaceScope
@@ -69,6 +70,11 @@ class PermissionSyncer:
 
     def sync(self, scope: SpaceScope) -> PermissionReport:
         """Never raises for Confluence trouble: a failed or busy report says why."""
+        report = self._sync(scope)
+        metrics.permission_sync(report.status)
+        return report
+
+    def _sync(self, scope: SpaceScope) -> PermissionReport:
         policy, space = self.syncer.permissions, scope.space
         if policy == "off":
             return PermissionReport(space, policy, "skipped", error="THREADWISE_PERMISSIONS=off reads none")
