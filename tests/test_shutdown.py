@@ -1,5 +1,6 @@
-"""SIGTERM to a real `threadwise serve --http` process with a question in flight: it stops taking requests at
-once, finishes the answer in progress, and exits 0 within its documented bound."""
+"""SIGTERM to a real `threadwise serve --http` process with two questions in flight: it stops taking requests
+at once, finishes the answer that can finish within the drain, leaves the stuck one's claim for another replica
+to take over, and exits 0 within its documented bound."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from tests.support.cli import threadwise_cli
 from tests.support.fake_openai import FakeOpenAI
 from tests.support.fake_slack import FakeSlack
 from tests.support.llm import unused_port
+from tests.support.replica import claim_store
 from tests.support.slack_events import SlackSender
 from tests.support.teams_world import wait_healthy
 from threadwise.bot.serve import DRAIN_S
@@ -35,9 +37,9 @@ def _refused(url: str) -> bool:
     return False
 
 
-def test_sigterm_finishes_the_answer_in_flight_and_exits_0(tmp_path: Path) -> None:
-    # every model call takes 3 s: the question is still being answered when SIGTERM comes
-    with FakeOpenAI(delay=3.0) as llm, FakeSlack(users={"U1": {}}) as slack:
+def test_sigterm_finishes_or_hands_over_the_answers_in_flight_and_exits_0(tmp_path: Path) -> None:
+    # every model call takes 3 s: a question is still being answered when SIGTERM comes; one call hangs
+    with FakeOpenAI(delay=3.0) as llm, FakeSlack(users={"U1": {}, "U2": {}}) as slack:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("THREADWISE_", "OPENAI_", "SLACK_"))}
         env |= {"HOME": str(tmp_path), "THREADWISE_DATA_DIR": str(tmp_path / "data")}
         env |= {"THREADWISE_EMBEDDER": "hashing", "SLACK_SIGNING_SECRET": SECRET}
@@ -45,6 +47,7 @@ def test_sigterm_finishes_the_answer_in_flight_and_exits_0(tmp_path: Path) -> No
         indexed = threadwise_cli(env | {"THREADWISE_LLM": "off"}, "index", "--docs", str(SAMPLE))
         assert indexed.returncode == 0, indexed.stderr
         env |= {"THREADWISE_LLM_BASE_URL": llm.url, "THREADWISE_LLM_API_KEY": llm.api_key}
+        env |= {"THREADWISE_LLM_TIMEOUT": "120", "THREADWISE_LEASE_TTL_SECONDS": "5"}
         port = unused_port()
         process = subprocess.Popen(
             [
@@ -69,10 +72,13 @@ def test_sigterm_finishes_the_answer_in_flight_and_exits_0(tmp_path: Path) -> No
             sender = SlackSender(
                 url=f"http://127.0.0.1:{port}/slack/events", signing_secret=SECRET, team=slack.team_id
             )
-            ts = "1700000000.000100"
-            event = {"type": "app_mention", "user": "U1", "text": "<@UBOT> who is on call?", "ts": ts}
-            assert sender.event({**event, "channel": "C1", "event_ts": ts}).status == 200
-            slack.wait_for(lambda: llm.requests, timeout=60)  # the answer is under way
+            stuck, ts = "1700000000.000100", "1700000000.000200"
+            llm.stall(300)  # the first question's model call never returns in time
+            for when, user in ((stuck, "U2"), (ts, "U1")):
+                event = {"type": "app_mention", "user": user, "text": "<@UBOT> who is on call?", "ts": when}
+                assert sender.event({**event, "channel": "C1", "event_ts": when}).status == 200
+                count = 1 if when == stuck else 2
+                slack.wait_for(lambda count=count: len(llm.requests) >= count, timeout=60)  # under way
             process.send_signal(signal.SIGTERM)
             stopped = time.monotonic()
             deadline = stopped + 5
@@ -89,3 +95,8 @@ def test_sigterm_finishes_the_answer_in_flight_and_exits_0(tmp_path: Path) -> No
         assert took < 10 + DRAIN_S  # the server's stop (10 s at most) and the drain
         answers = [m for m in slack.bot_messages("C1", ts) if "explain" in str(m.get("blocks"))]
         assert answers, slack.bot_messages("C1", ts)  # the question in flight got its answer, not silence
+        assert "left to another replica" in err
+        # the stuck one is left claimed, unanswered: once its lease (5 s) lapses another replica adopts it
+        claims = claim_store(f"sqlite:///{tmp_path / 'data' / 'threadwise.sqlite'}")
+        orphans = slack.wait_for(lambda: claims.orphans("slack:"), timeout=20)
+        assert [o.key for o in orphans] == [f"slack:{slack.team_id}:C1:{stuck}"]  # the stuck one alone
