@@ -11,6 +11,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from functools import partial
 from pathlib import Path
 
 from tests.support.cli import threadwise_cli
@@ -25,6 +26,10 @@ from threadwise.bot.serve import DRAIN_S
 ROOT = Path(__file__).resolve().parents[1]
 SECRET = "0123456789abcdef0123456789abcdef"
 SAMPLE = ROOT / "threadwise" / "sample_wiki"
+
+
+def _asked(llm: FakeOpenAI, count: int) -> bool:
+    return len(llm.requests) >= count
 
 
 def _refused(url: str) -> bool:
@@ -74,11 +79,10 @@ def test_sigterm_finishes_or_hands_over_the_answers_in_flight_and_exits_0(tmp_pa
             )
             stuck, ts = "1700000000.000100", "1700000000.000200"
             llm.stall(300)  # the first question's model call never returns in time
-            for when, user in ((stuck, "U2"), (ts, "U1")):
+            for count, (when, user) in enumerate(((stuck, "U2"), (ts, "U1")), start=1):
                 event = {"type": "app_mention", "user": user, "text": "<@UBOT> who is on call?", "ts": when}
                 assert sender.event({**event, "channel": "C1", "event_ts": when}).status == 200
-                count = 1 if when == stuck else 2
-                slack.wait_for(lambda count=count: len(llm.requests) >= count, timeout=60)  # under way
+                slack.wait_for(partial(_asked, llm, count), timeout=60)  # its model call is under way
             process.send_signal(signal.SIGTERM)
             stopped = time.monotonic()
             deadline = stopped + 5
