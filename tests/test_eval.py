@@ -79,6 +79,7 @@ def test_eval_command_on_the_sample_wiki(tmp_path: Path, hashing_embedder: None)
         "token_f1",
         "median_words",
         "not_found_rate",
+        "by_confidence",
         "attribution_accuracy",
         "naive_accuracy",
         "attribution_n",
@@ -86,6 +87,11 @@ def test_eval_command_on_the_sample_wiki(tmp_path: Path, hashing_embedder: None)
         "explain_ms_p95",
     ):
         assert key in report
+    # each answerable question under its answer's level (or "not found"), with that level's P@1
+    levels = report["by_confidence"]
+    assert set(levels) <= {"high", "medium", "low", "not found"}
+    assert sum(v["questions"] for v in levels.values()) == report["answerable_questions"]
+    assert all(0.0 <= v["p_at_1"] <= 1.0 for v in levels.values())
     assert main(args) == 0  # second run: cached index, nothing embedded
     assert json.loads(out.read_text())["pages_embedded"] == 0
 

@@ -131,6 +131,7 @@ class ConversationService:
                 "trace": {**result.trace(), "thread_messages": list(thread_messages)},
                 "timings": result.timings_ms,
                 "config": result.config,
+                "confidence": result.confidence.as_dict() if result.confidence else None,
             }
         except _Reply as reply:
             fields = self._failed(question, str(reply), reason="empty index")

@@ -36,6 +36,9 @@ def render_trace(trace: dict[str, Any], *, prompts: bool = True) -> str:
         lines.append("  timings (ms): " + ", ".join(f"{k} {v:.1f}" for k, v in trace["timings_ms"].items()))
     if trace.get("answerer"):
         lines.append(f"  answerer: {trace['answerer']}")
+    if trace.get("confidence"):
+        c = trace["confidence"]
+        lines.append(f"  confidence: {c['score']:.2f} ({c['level']}: {c['reason']})")
     for call in trace.get("llm_calls", []) if prompts else []:
         lines.append(f"  --- {call['role']} call to {call['model']} ({call['ms']:.0f} ms) ---")
         for m in call["messages"]:

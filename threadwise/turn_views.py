@@ -48,6 +48,16 @@ class TurnView:
     # per-user, private: no Confluence account matched the asker, so only the fallback was searched; the front
     # end adds this to a not-found reply (never stored: it is about the asker)
     unmapped_note: str = ""
+    # how sure the answer is: {"score", "level", "reason"} (core/answer/confidence.py); None when not found
+    confidence: dict[str, Any] | None = None
+
+    @property
+    def confidence_line(self) -> str:
+        """'Confidence: high — one page, exact match', as every front end shows it; "" when none."""
+        c = self.confidence
+        if not c or self.not_found or self.error:
+            return ""
+        return f"Confidence: {c['level']} — {c['reason']}"
 
     @property
     def cited_sources(self) -> list[SourceView]:
@@ -200,4 +210,5 @@ def turn_view(
         timings_ms=dict(turn.timings),
         withheld=withheld,
         unmapped_note=unmapped_note,
+        confidence=dict(turn.confidence) if turn.confidence else None,
     )

@@ -138,6 +138,8 @@ def answer_message(turn: TurnView, *, explain_state: str = "ready", feedback_but
         blocks.append(context("_The answer goes on; it is longer than one Slack message shows._"))
     if not turn.error and not turn.not_found and turn.cited_sources:
         blocks.append(context("*Sources*\n" + source_lines(turn.cited_sources)))
+    if turn.confidence_line:
+        blocks.append(context(escape(turn.confidence_line)))
     if turn.follow_ups and not turn.error:
         blocks.append(_follow_up_block(turn))
     blocks.append(_actions_block(turn, explain_state=explain_state, cut=cut))

@@ -147,6 +147,8 @@ def answer_card(turn: TurnView, *, explain_state: str = "ready", note: str = "")
     if shown:
         body.append(_text_block("**Sources**", spacing="None"))
         body += [_text_block(line, spacing="Small", size="Small") for line in source_lines(shown)]
+    if turn.confidence_line:
+        body.append(_text_block(escape(turn.confidence_line), isSubtle=True, size="Small"))
     if note:
         body.append(_text_block(note, isSubtle=True, size="Small"))
     actions = []

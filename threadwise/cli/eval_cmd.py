@@ -120,6 +120,7 @@ def print_table(report: dict[str, Any]) -> None:
         "not_found_rate_answerable",
         "not_found_rate_unanswerable",
         "not_found_by_kind",
+        "by_confidence",
         "answer_ms_p50",
         "answer_ms_p95",
         "answer_relevance",

@@ -192,6 +192,8 @@ def render_turn(view: TurnView, *, hint: str) -> str:
             lines.append("  " + " — ".join(p for p in parts if p))
             snippet = " ".join(s.text.split())
             lines.append(f"      “{snippet[:200]}{'…' if len(snippet) > 200 else ''}”")
+    if view.confidence_line:
+        lines.append(view.confidence_line)
     others = [(n, s) for n, s in groups if s.page_id not in cited_pages]
     if others and not view.not_found:
         lines.append(
@@ -284,6 +286,7 @@ def ask(args: argparse.Namespace, build: Build) -> int:
                     "timings_ms": view.timings_ms,
                     "withheld": view.withheld,
                     "unmapped_note": view.unmapped_note,
+                    "confidence": view.confidence,
                 },
                 ensure_ascii=False,
                 indent=2,

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from threadwise.core.answer.confidence import Confidence, confidence_of
 from threadwise.core.answer.support import ReadsRankings, rankings_agree
 from threadwise.core.complete.conversation import past_turn
 from threadwise.core.complete.topic import settle
@@ -30,6 +31,7 @@ class TurnResult:
     config: dict[str, Any] = field(default_factory=dict)
     # pages the asker alone may read (outside the conversation's scope) would have been among the evidence
     withheld: bool = False
+    confidence: Confidence | None = None  # how sure the answer is; None when not found (confidence.py)
 
     @property
     def sources(self) -> list[Evidence]:
@@ -60,6 +62,7 @@ class TurnResult:
             },
             "llm_calls": [asdict(c) for c in (*self.completion.calls, *self.answer.calls)],
             "answerer": self.answer.answerer,
+            "confidence": self.confidence.as_dict() if self.confidence else None,
             "timings_ms": self.timings_ms,
             "config": self.config,
         }
@@ -124,6 +127,8 @@ class Pipeline:
         else:
             answer = self.answerer.answer(completion.question, retrieval.evidences)
         timings["answer"] = (time.perf_counter() - t) * 1000
+        followed = completion.question.strip() != question.strip()  # completed from the thread
+        confidence = confidence_of(completion.question, retrieval, answer, follow_up=followed)
         timings["total"] = sum(v for k, v in timings.items() if "." not in k)
         return TurnResult(
             question=question,
@@ -133,4 +138,5 @@ class Pipeline:
             timings_ms=timings,
             config=self.config,
             withheld=withheld,
+            confidence=confidence,
         )

@@ -53,6 +53,8 @@ class TurnRow(Base):
     trace: Mapped[dict[str, Any]] = mapped_column(JSON)
     timings: Mapped[dict[str, Any]] = mapped_column(JSON)
     config: Mapped[dict[str, Any]] = mapped_column(JSON)  # which models and settings answered
+    # how sure the answer is: {"score", "level", "reason"} (core/answer/confidence.py); None when not found
+    confidence: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
     message_ref: Mapped[str | None] = mapped_column(
         String(255), nullable=True
     )  # e.g. the Slack ts of the answer
@@ -120,6 +122,7 @@ class StoredTurn:
     config: dict[str, Any]
     message_ref: str | None
     created_at: datetime
+    confidence: dict[str, Any] | None = None
 
 
 def _stored(row: TurnRow) -> StoredTurn:
@@ -140,6 +143,7 @@ def _stored(row: TurnRow) -> StoredTurn:
         config=dict(row.config or {}),
         message_ref=row.message_ref,
         created_at=row.created_at,
+        confidence=dict(row.confidence) if row.confidence else None,
     )
 
 

@@ -137,6 +137,7 @@ def run_eval(
     query_ms: list[float] = []
     answer_ms: list[float] = []
     predictions: list[tuple[QATurn, str]] = []
+    levels: list[tuple[str, int | None]] = []  # answerable questions: (confidence level, rank of gold)
     explain_rows: list[dict[str, Any]] = []
     asked = 0
     for conversation in conversations:
@@ -156,6 +157,8 @@ def run_eval(
                 continue
             answer_ms.append(result.timings_ms["answer"])
             predictions.append((turn, result.answer.text))
+            if turn.answerable:
+                levels.append((result.confidence.level if result.confidence else "not found", rank))
             if cfg.explain and rank is not None:
                 explain_rows.append(
                     _explain_one(
@@ -206,6 +209,7 @@ def run_eval(
     }
     if predictions:
         report.update(_answer_report(predictions, answer_ms))
+        report["by_confidence"] = by_confidence(levels)
         if judge is not None:
             report.update(_judge_report(judge, [r for r in predictions if r[0].answerable]))
     if cfg.explain:
@@ -218,6 +222,19 @@ def _p1_by(rows: Sequence[tuple[QATurn, int | None]], key: Callable[[QATurn], st
     for turn, rank in rows:
         groups[key(turn) or "?"].append(rank)
     return {k: round(retrieval_scores(v).p_at_1, 4) for k, v in sorted(groups.items())}
+
+
+def by_confidence(levels: Sequence[tuple[str, int | None]]) -> dict[str, dict[str, float | int]]:
+    """Per confidence level (high, medium, low, and "not found"): the number of questions and their P@1."""
+    groups: dict[str, list[int | None]] = defaultdict(list)
+    for level, rank in levels:
+        groups[level].append(rank)
+    order = ("high", "medium", "low", "not found")
+    return {
+        level: {"questions": len(groups[level]), "p_at_1": round(retrieval_scores(groups[level]).p_at_1, 4)}
+        for level in order
+        if groups[level]
+    }
 
 
 def _answer_report(predictions: Sequence[tuple[QATurn, str]], answer_ms: Sequence[float]) -> dict[str, Any]:
