@@ -21,6 +21,7 @@ from threadwise.bot.http_server import HttpServer
 from threadwise.bot.question import EXTERNAL
 from threadwise.bot.slack_app import SlackBot
 from threadwise.bot.slack_settings import SlackSettings
+from threadwise.reports.service import GapReports
 
 TOKEN = "xoxb-shared-fake"
 LAPTOP = "how do I request a new laptop?"
@@ -36,11 +37,15 @@ class Live:
 
 
 @contextmanager
-def live_bot(fake: ModuleType, world: World, **settings: Any) -> Iterator[Live]:
+def live_bot(
+    fake: ModuleType, world: World, gap_reports: GapReports | None = None, **settings: Any
+) -> Iterator[Live]:
     """The shared fake Slack, and the bot on a real HTTP server talking to it (start-up as `serve` does it)."""
     server, api_url = fake.start(tokens=[TOKEN])
     config = SlackSettings(bot_token=TOKEN, signing_secret=SIGNING_SECRET, api_url=api_url, **settings)
-    bot = SlackBot(conversations=world.conversations, admin=world.admin, settings=config)
+    bot = SlackBot(
+        conversations=world.conversations, admin=world.admin, settings=config, gap_reports=gap_reports
+    )
     bot.learn_installation()
     http = HttpServer(bot, host="127.0.0.1", port=0)
     http.start()

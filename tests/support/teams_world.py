@@ -20,6 +20,7 @@ from tests.support.teams_activities import ADMIN, BOT_ID, TeamsSender
 from threadwise.bot.teams_app import TeamsBot
 from threadwise.bot.teams_serve import TeamsServer
 from threadwise.bot.teams_settings import TeamsSettings
+from threadwise.reports.service import GapReports
 
 APP_ID = BOT_ID.removeprefix("28:")
 # what the local token provider hands the SDK for its calls to the connector (the SDK reads it as a JWT)
@@ -38,7 +39,12 @@ class RunningTeams:
 
 @contextmanager
 def running_teams(
-    world: World, connector: FakeBotConnector, *, authenticated: bool = False, **settings: Any
+    world: World,
+    connector: FakeBotConnector,
+    *,
+    authenticated: bool = False,
+    gap_reports: GapReports | None = None,
+    **settings: Any,
 ) -> Iterator[RunningTeams]:
     """The Teams bot for `world`. Unauthenticated (as with Agents Playground) unless `authenticated`: then
     TEAMS_CLIENT_ID is set, incoming tokens are checked against the connector's keys, and outgoing calls
@@ -51,19 +57,30 @@ def running_teams(
         settings=replace(base, **settings),
         cloud=connector.cloud() if authenticated else None,
         token=(lambda scope, tenant=None: OUTGOING_TOKEN) if authenticated else None,
+        gap_reports=gap_reports,
     ) as (bot, server):
         yield RunningTeams(bot, server, connector, TeamsSender(url=server.url, service_url=connector.url))
 
 
 @contextmanager
 def serving_teams(
-    world: World, *, settings: TeamsSettings | None = None, cloud: Any = None, token: Any = None
+    world: World,
+    *,
+    settings: TeamsSettings | None = None,
+    cloud: Any = None,
+    token: Any = None,
+    gap_reports: GapReports | None = None,
 ) -> Iterator[tuple[TeamsBot, TeamsServer]]:
     """The Teams bot for `world` served on 127.0.0.1 (unauthenticated unless `settings` say otherwise); it
     answers through whatever connector each activity's serviceUrl names (ours, or the shared fake)."""
     settings = settings or TeamsSettings(admin_ids=(ADMIN["aadObjectId"],), allow_unauthenticated=True)
     bot = TeamsBot(
-        conversations=world.conversations, admin=world.admin, settings=settings, cloud=cloud, token=token
+        conversations=world.conversations,
+        admin=world.admin,
+        settings=settings,
+        cloud=cloud,
+        token=token,
+        gap_reports=gap_reports,
     )
     server = TeamsServer(bot, host="127.0.0.1", port=0).start()
     try:

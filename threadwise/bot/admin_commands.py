@@ -11,7 +11,7 @@ import logging
 import shlex
 import threading
 import time
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Mapping
 from typing import Any, Protocol
 
 from slack_sdk import WebClient
@@ -24,6 +24,8 @@ from threadwise.sync.admin import AdminError, AdminService
 log = logging.getLogger(__name__)
 
 Reply = Callable[[str], None]
+# an admins-only command a front end adds (args, *, user, channel) -> its reply, e.g. `gaps`, `digest`
+Extra = Callable[..., str]
 
 HELP = (
     "*Threadwise commands*\n"
@@ -35,6 +37,9 @@ HELP = (
     "`/threadwise channel [KEY … | all]` — which spaces answer in this channel (changing it: admins)\n"
     "`/threadwise everyone [KEY on|off]` — spaces everyone who can reach me may view: with per-user "
     "permissions their unrestricted pages answer in channels (changing it: admins)\n"
+    "`/threadwise gaps` — the largest groups of questions I could not answer (admins)\n"
+    "`/threadwise digest #channel | here | off` — a weekly knowledge-gap summary in a channel; off by default "
+    "(admins)\n"
     "`/threadwise help` — this list\n"
     "To ask a question, mention me in a channel or write to me directly."
 )
@@ -108,12 +113,19 @@ class AdminCommands:
     """The commands over the admin service; `help_text` and `trigger` (recorded with syncs) per platform."""
 
     def __init__(
-        self, *, admin: AdminService, is_admin: Admins, help_text: str = HELP, trigger: str = "slack"
+        self,
+        *,
+        admin: AdminService,
+        is_admin: Admins,
+        help_text: str = HELP,
+        trigger: str = "slack",
+        extra: Mapping[str, Extra] | None = None,
     ) -> None:
         self.admin = admin
         self.is_admin = is_admin
         self.help_text = help_text
         self.trigger = trigger
+        self.extra = dict(extra or {})
 
     def run(self, text: str, *, user: str, channel: str, reply: Reply) -> None:
         """Carry out one command and send what it has to say through `reply`; never raises."""
@@ -133,6 +145,13 @@ class AdminCommands:
                 reply(self._channel(args, user=user, channel=channel))
             elif name == "everyone":
                 reply(self._everyone(args, user=user))
+            elif name in self.extra:
+                if not self.is_admin(user):
+                    reply(
+                        f"Sorry, only Threadwise admins can use `{escape(name)}`. Please ask {self.is_admin.who()}."
+                    )
+                    return
+                reply(self.extra[name](args, user=user, channel=channel))
             elif name in CHANGES:
                 if not self.is_admin(user):
                     reply(

@@ -22,7 +22,8 @@ HOW_TO = (
 ADMIN_HELP = (
     "*Admin commands* (`/threadwise help` lists them all)\n"
     "`/threadwise status` · `/threadwise spaces` · `/threadwise add KEY` · `/threadwise remove KEY` · "
-    "`/threadwise sync [KEY]` · `/threadwise channel [KEY …|all]`"
+    "`/threadwise sync [KEY]` · `/threadwise channel [KEY …|all]` · `/threadwise gaps` · "
+    "`/threadwise digest #channel|off`"
 )
 
 
@@ -130,9 +131,10 @@ def home_view(
     is_admin: bool,
     feedback: dict[str, Any] | None,
     folders: Sequence[FolderStatus] = (),
+    gaps: Sequence[Block] = (),
 ) -> dict[str, Any]:
-    """The Home tab for one user; admins also see the last runs' problems, the feedback summary and the
-    commands."""
+    """The Home tab for one user; admins also see the last runs' problems, the feedback summary, the
+    knowledge gaps (`gaps`: their blocks, built by slack_gaps.py) and the commands."""
     blocks: list[Block] = [
         {"type": "header", "text": {"type": "plain_text", "text": "Threadwise", "emoji": True}},
         section("I answer questions from your team's Confluence pages, with links to the pages I used."),
@@ -147,6 +149,7 @@ def home_view(
             *problem_blocks(spaces, folders),
             {"type": "divider"},
             *feedback_blocks(feedback or {}),
+            *([{"type": "divider"}, *gaps] if gaps else []),
             {"type": "divider"},
             section(ADMIN_HELP),
         ]

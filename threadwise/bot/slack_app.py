@@ -32,6 +32,8 @@ from threadwise.bot.mrkdwn import mentions_other_user
 from threadwise.bot.pool import Activity, Admission, FairPool, TrackedPool
 from threadwise.bot.question import PLATFORM, Question, question_of, refusal_of
 from threadwise.bot.slack_actions import ActionContext, register_actions
+from threadwise.bot.slack_gaps import SlackGaps, home_blocks
+from threadwise.bot.slack_gaps import register as register_gaps
 from threadwise.bot.slack_handover import INBOX, inbox_key, placeholder_ref, replay_received, resume_slack
 from threadwise.bot.slack_identity import SlackAskers, slack_directory
 from threadwise.bot.slack_installation import Installation
@@ -40,6 +42,7 @@ from threadwise.bot.slack_settings import SlackSettings, make_client
 from threadwise.bot.slack_thread import thread_context
 from threadwise.conversations import ConversationService
 from threadwise.db.claims import Claim
+from threadwise.reports.service import GapReports
 from threadwise.sync.admin import AdminService
 
 log = logging.getLogger(__name__)
@@ -60,7 +63,9 @@ class SlackBot:
         client: WebClient | None = None,
         request_verification: bool = True,
         ready: threading.Event | None = None,
+        gap_reports: GapReports | None = None,
     ) -> None:
+        """`gap_reports`: the knowledge-gap report, for admins (Home tab, `gaps`, `digest`); None: none."""
         self.conversations = conversations
         self.admin = admin
         self.settings = settings
@@ -71,7 +76,11 @@ class SlackBot:
             admin_user_ids=settings.admin_user_ids,
             workspace_admins=settings.workspace_admins,
         )
-        self.commands = AdminCommands(admin=admin, is_admin=self.is_admin)
+        self.gaps = (
+            SlackGaps(client=self.client, reports=gap_reports, targets=admin.digests) if gap_reports else None
+        )
+        extra = self.gaps.commands() if self.gaps else None
+        self.commands = AdminCommands(admin=admin, is_admin=self.is_admin, extra=extra)
         # Bolt runs listeners in `listeners`; they only ack, claim and post the placeholder. The slow work
         # (answers, explanations, syncs) waits its turn in `workers`.
         self.activity = Activity()
@@ -110,6 +119,8 @@ class SlackBot:
         self.app.event("app_mention")(self.on_mention)
         self.app.event("message")(self.on_message)
         self.app.event("app_home_opened")(self.on_home_opened)
+        if self.gaps is not None:
+            register_gaps(self.app, self.gaps, is_admin=self.is_admin, submit=self.submit)
         register_actions(
             self.app,
             ActionContext(
@@ -211,6 +222,7 @@ class SlackBot:
             feedback=self.conversations.feedback_summary(self.askers.asker(user, private=True))
             if admin
             else None,
+            gaps=home_blocks(self.gaps.reports) if admin and self.gaps else (),
         )
         self.client.views_publish(user_id=user, view=view)
 
@@ -338,6 +350,9 @@ def build_slack_bot(
     admin: AdminService,
     settings: SlackSettings,
     client: WebClient | None = None,
+    gap_reports: GapReports | None = None,
 ) -> SlackBot:
     """The Slack bot, ready for Socket Mode (`serve.run_socket_mode`) or HTTP (`serve.run_http`)."""
-    return SlackBot(conversations=conversations, admin=admin, settings=settings, client=client)
+    return SlackBot(
+        conversations=conversations, admin=admin, settings=settings, client=client, gap_reports=gap_reports
+    )

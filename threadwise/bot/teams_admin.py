@@ -27,6 +27,8 @@ HELP = (
     "`admin everyone [KEY on|off]` — spaces everyone who can reach me may view: with per-user permissions "
     "their unrestricted pages answer in channels and group chats (changing it: admins)\n"
     "`admin feedback` — 👍/👎 counts and the latest 👎 with their questions and comments (admins)\n"
+    "`admin gaps` — the largest groups of questions I could not answer (admins)\n"
+    "`admin digest here | off` — a weekly knowledge-gap summary in this chat; off by default (admins)\n"
     "`admin help` — this list\n"
     "To ask a question, mention me in a channel or write to me in a personal chat."
 )
@@ -45,7 +47,10 @@ class TeamsAdmins:
         return "an admin of this bot (the server's THREADWISE_TEAMS_ADMINS lists them)"
 
 
-COMMANDS = frozenset({"status", "spaces", "add", "remove", "sync", "channel", "everyone", "feedback", "help"})
+COMMANDS = frozenset(
+    {"status", "spaces", "add", "remove", "sync", "channel", "everyone", "feedback", "help", "gaps", "digest"}
+)
+ADMINS_ONLY = ("feedback", "gaps", "digest")
 
 
 def admin_command(text: str) -> str | None:
@@ -71,15 +76,24 @@ def run_command(
     channel: str,
     reply: Callable[[str], None],
     feedback: Callable[[], dict[str, Any]],
+    gaps: Callable[[str], str] | None = None,
 ) -> None:
     """Run one admin command; its replies (Slack-flavoured text from the shared commands) go out as Teams
-    Markdown through `reply`. `feedback` is the admins' summary, which Slack shows on its Home tab."""
-    if command.split()[:1] == ["feedback"]:
+    Markdown through `reply`. `feedback` is the admins' summary, which Slack shows on its Home tab; `gaps`
+    answers `gaps` and `digest …` in Teams Markdown (None: no knowledge-gap report here)."""
+    name = command.split()[0].lower() if command.split() else ""
+    if name in ADMINS_ONLY:
         if not commands.is_admin(user):
-            reply(f"Sorry, only Threadwise admins see the feedback. Please ask {commands.is_admin.who()}.")
+            reply(
+                f"Sorry, only Threadwise admins can use `admin {name}`. Please ask {commands.is_admin.who()}."
+            )
             return
-        reply(from_mrkdwn(feedback_text(feedback())))
-        return
+        if name == "feedback":
+            reply(from_mrkdwn(feedback_text(feedback())))
+            return
+        if gaps is not None:
+            reply(gaps(command))
+            return
     commands.run(command, user=user, channel=channel, reply=lambda text: reply(from_mrkdwn(text)))
 
 

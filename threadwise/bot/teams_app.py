@@ -25,6 +25,7 @@ import logging
 import warnings
 from collections.abc import Callable
 from concurrent.futures import Future
+from functools import partial
 from typing import Any
 
 from fastapi import FastAPI
@@ -45,6 +46,7 @@ from threadwise.bot.teams_activity import (
     question_text,
 )
 from threadwise.bot.teams_admin import admin_command, make_commands, run_command
+from threadwise.bot.teams_gaps import TeamsGaps, teams_notice
 from threadwise.bot.teams_handover import resume_payload, resume_teams
 from threadwise.bot.teams_identity import is_personal, member_email
 from threadwise.bot.teams_messenger import TeamsMessenger
@@ -53,6 +55,7 @@ from threadwise.conversations import ConversationService, TurnView
 from threadwise.db.claims import Claim
 from threadwise.permissions import Asker
 from threadwise.pressed import NOT_HERE, Pressed, pressed_turn, suggested
+from threadwise.reports.service import GapReports
 from threadwise.sync.admin import AdminService
 
 with warnings.catch_warnings():  # the SDK announces its preview features at import
@@ -86,6 +89,7 @@ class TeamsBot:
         settings: TeamsSettings,
         cloud: Any = None,  # the SDK's CloudEnvironment (default: the public cloud)
         token: Any = None,  # a token provider for outgoing calls instead of the client secret
+        gap_reports: GapReports | None = None,  # admins' knowledge gaps (`admin gaps`, the digest)
     ) -> None:
         self.conversations = conversations
         self.admin = admin
@@ -120,6 +124,11 @@ class TeamsBot:
         self.app.on_conversation_update(self.on_conversation_update)
         self.app.on_activity(self.on_other)
         self.messenger = TeamsMessenger(app=self.app)  # sends from workers go through the server's loop
+        self.gaps = (
+            TeamsGaps(reports=gap_reports, targets=admin.digests, send=teams_notice(self.messenger.send))
+            if gap_reports
+            else None
+        )
 
     # -- background work and sending ----------------------------------------------------------------------
 
@@ -256,6 +265,7 @@ class TeamsBot:
             channel=place.key.channel,
             reply=lambda text: self._reply(place, text),
             feedback=lambda: self.conversations.feedback_summary(self.asker(place)),
+            gaps=partial(self.gaps.run, place=place) if self.gaps else None,
         )
 
     def _reply(self, place: Place, text: str) -> None:

@@ -112,16 +112,27 @@ class TeamsServer:
 
 @contextmanager
 def serve_teams(
-    tw: Any, settings: TeamsSettings, *, host: str, port: int, warm_up: Callable[[], None] | None = None
+    tw: Any,
+    settings: TeamsSettings,
+    *,
+    host: str,
+    port: int,
+    warm_up: Callable[[], None] | None = None,
+    digests: list[Callable[[], object]] | None = None,
 ) -> Iterator[TeamsServer]:
     """The Teams endpoint for the composition root `tw`, serving while the block runs; refuses to start
-    (ValueError, saying what to set) with settings that cannot authenticate requests."""
+    (ValueError, saying what to set) with settings that cannot authenticate requests. Its weekly
+    knowledge-gap digest joins `digests` (the scheduler's)."""
     problem = settings.problem()
     if problem:
         raise ValueError(problem)
     if warm_up is not None:
         warm_up()
-    bot = TeamsBot(conversations=tw.conversations, admin=tw.admin, settings=settings)
+    bot = TeamsBot(
+        conversations=tw.conversations, admin=tw.admin, settings=settings, gap_reports=tw.gap_reports
+    )
+    if digests is not None and bot.gaps is not None:
+        digests.append(bot.gaps.post_digest)
     server = TeamsServer(bot, host=host, port=port).start()
     if settings.allow_unauthenticated:
         print(UNAUTHENTICATED_WARNING, file=sys.stderr, flush=True)

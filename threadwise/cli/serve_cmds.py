@@ -17,7 +17,9 @@ from threadwise.wiring import Threadwise
 
 if TYPE_CHECKING:
     from threadwise.bot.doctor import Check
+    from threadwise.bot.slack_app import SlackBot
     from threadwise.bot.slack_settings import SlackSettings
+    from threadwise.sync.scheduler import SyncScheduler
 
 Build = Callable[[], Threadwise]
 
@@ -95,7 +97,6 @@ def _run_front_ends(
     with_teams: bool,
 ) -> None:
     from threadwise.bot.serve import serve
-    from threadwise.bot.slack_app import build_slack_bot
     from threadwise.cli.data_cmds import start_daily_purge
 
     start_daily_purge(tw)  # THREADWISE_RETENTION_DAYS (default 90)
@@ -104,19 +105,32 @@ def _run_front_ends(
         print("Confluence is not configured: no scheduled sync; answering from what is indexed.", flush=True)
         scheduler = None
     if not with_teams:
-        bot = build_slack_bot(conversations=tw.conversations, admin=tw.admin, settings=settings)
+        bot = _slack_bot(tw, settings, scheduler)
         serve(bot, http_port=args.http, host=args.host, scheduler=scheduler, warm_up=tw.warm_up)
         return
     from threadwise.bot.teams_serve import serve_teams
 
-    with serve_teams(tw, teams, host=args.host, port=args.teams or 3978, warm_up=tw.warm_up):
+    digests = scheduler.digests if scheduler is not None else None
+    with serve_teams(tw, teams, host=args.host, port=args.teams or 3978, warm_up=tw.warm_up, digests=digests):
         if with_slack:
-            bot = build_slack_bot(conversations=tw.conversations, admin=tw.admin, settings=settings)
+            bot = _slack_bot(tw, settings, scheduler)
             serve(bot, http_port=args.http, host=args.host, scheduler=scheduler)
         else:
             from threadwise.bot.teams_serve import run_until_stopped
 
             run_until_stopped(scheduler)
+
+
+def _slack_bot(tw: Threadwise, settings: SlackSettings, scheduler: SyncScheduler | None) -> SlackBot:
+    """The Slack bot, with the admins' knowledge gaps; its weekly digest joins the scheduler."""
+    from threadwise.bot.slack_app import build_slack_bot
+
+    bot = build_slack_bot(
+        conversations=tw.conversations, admin=tw.admin, settings=settings, gap_reports=tw.gap_reports
+    )
+    if scheduler is not None and bot.gaps is not None:
+        scheduler.digests.append(bot.gaps.post_digest)
+    return bot
 
 
 def _doctor(tw: Threadwise, args: argparse.Namespace) -> int:

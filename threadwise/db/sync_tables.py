@@ -105,3 +105,14 @@ class ChannelSpacesRow(Base):
     __tablename__ = "channel_spaces"
     channel: Mapped[str] = mapped_column(String(255), primary_key=True)
     space: Mapped[str] = mapped_column(String(255), primary_key=True)
+
+
+class DigestTargetRow(Base):
+    """Where the weekly knowledge-gap digest goes, per platform (a Slack channel, a Teams conversation's
+    reference as JSON); no row: no digest (the default)."""
+
+    __tablename__ = "digest_targets"
+    platform: Mapped[str] = mapped_column(String(32), primary_key=True)
+    target: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    set_by: Mapped[str] = mapped_column(String(255), default="")
+    set_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)

@@ -20,6 +20,7 @@ from threadwise.db.permission_tables import SpaceViewersRow
 from threadwise.db.sync_tables import ChannelSpacesRow, SyncedSpaceRow, SyncRunRow, as_utc
 from threadwise.errors import ThreadwiseError
 from threadwise.index.store import EvidenceIndex
+from threadwise.sync.digest import DigestTargets
 from threadwise.sync.leader import SyncBusy, SyncLock
 from threadwise.sync.space_config import SpaceConfig, space_config
 from threadwise.sync.store import FOLDER_TRIGGER, INTERRUPTED, SyncStore, process_gone
@@ -146,6 +147,7 @@ class AdminService:
         self.confluence_problem = confluence_problem
         self.syncer = syncer
         self.store = SyncStore(sessions=sessions)
+        self.digests = DigestTargets(sessions=sessions)  # where the weekly knowledge-gap digest goes
 
     @property
     def client(self) -> ConfluenceClient:

@@ -26,6 +26,8 @@ log = logging.getLogger(__name__)
 
 JOB_ID = "confluence-sync"
 PERMISSION_JOB_ID = "confluence-permission-sync"
+DIGEST_JOB_ID = "knowledge-gap-digest"
+DIGEST_INTERVAL = timedelta(weeks=1)
 
 
 class Leadership(Protocol):
@@ -58,6 +60,8 @@ class SyncScheduler:
         self.permission_interval = timedelta(minutes=permission_interval_minutes)
         self.on_reports = on_reports
         self.last_reports: list[SyncReport] = []
+        # the front ends' weekly knowledge-gap digests (each posts where its admins chose, or does nothing)
+        self.digests: list[Callable[[], object]] = []
         self._scheduler = BackgroundScheduler(timezone=UTC)
 
     def start(self, *, run_now: bool = True) -> None:
@@ -90,6 +94,15 @@ class SyncScheduler:
                 misfire_grace_time=None,
                 replace_existing=True,
             )
+        self._scheduler.add_job(
+            self.run_digests,
+            IntervalTrigger(seconds=DIGEST_INTERVAL.total_seconds(), timezone=UTC),
+            id=DIGEST_JOB_ID,
+            max_instances=1,
+            coalesce=True,
+            misfire_grace_time=None,
+            replace_existing=True,
+        )
         self._scheduler.start()
 
     def _elected(self) -> None:
@@ -150,3 +163,14 @@ class SyncScheduler:
             log.warning("scheduled permission sync skipped: %s", e)
         except Exception:
             log.exception("scheduled permission sync failed")
+
+    def run_digests(self) -> None:
+        """Post each front end's knowledge-gap digest; on the sync leader only, so it goes out once a week."""
+        if self.leader is not None and not self.leader.is_leader():
+            log.debug("digest skipped: another replica is the sync leader")
+            return
+        for post in self.digests:
+            try:
+                post()
+            except Exception:
+                log.exception("the knowledge-gap digest failed")
