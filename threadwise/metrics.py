@@ -1,10 +1,11 @@
 """Prometheus metrics: what the bot does, served at `/metrics` on the Slack and Teams ports.
 
-The platform-neutral code records (`conversations.py`: questions, stages, Explain, votes; `sync/sync.py`:
-runs); the front ends only serve `exposition()`. With PROMETHEUS_MULTIPROC_DIR set (replicas or workers
+The platform-neutral code records (`conversations.py`: questions, stages, Explain, votes; `sync/sync.py` and
+`sync/permission_sync.py`: runs; `models/openai_chat.py`: LLM calls and tokens); the front ends only serve
+`exposition()`. With PROMETHEUS_MULTIPROC_DIR set (replicas or workers
 sharing a host; the folder must exist and be emptied before the processes start) every process writes its
-samples there and a scrape sums them, as prometheus-client's multi-process mode does. The index's size is
-read from the index at scrape time.
+samples there and a scrape sums them, as prometheus-client's multi-process mode does. The index's size and
+the questions waiting for a worker are read at scrape time.
 """
 
 from __future__ import annotations
@@ -20,8 +21,6 @@ from prometheus_client.metrics_core import Metric
 if TYPE_CHECKING:
     from threadwise.index.store import EvidenceIndex
 
-OUTCOMES = ("answered", "not_found", "refused", "failed")
-STAGES = ("completion", "retrieval", "answer", "attribution")
 _SECONDS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 20.0, 30.0, 60.0, 120.0)
 
 REGISTRY = CollectorRegistry(auto_describe=True)
