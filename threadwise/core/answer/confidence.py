@@ -36,12 +36,12 @@ PENALTIES: dict[str, tuple[float, str]] = {
     "dense_elsewhere": (0.15, "meaning points to another page"),
     "pages_elsewhere": (0.1, "page ranking points elsewhere"),
     "close_second": (0.15, "a second page is almost as likely"),
-    "follow_up": (0.1, "follow-up, read with the thread"),
+    "follow_up": (0.05, "follow-up, read with the thread"),
 }
 HIGH = 0.8
 LOW = 0.5
 MIN_COVERAGE = 0.6
-MIN_MARGIN = 0.1
+MIN_MARGIN = 0.05
 
 
 @dataclass(frozen=True)
