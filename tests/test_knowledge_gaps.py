@@ -137,6 +137,12 @@ def test_the_digest_is_off_by_default_then_goes_weekly_to_the_chosen_channel(
     assert "no weekly" in command(live, "digest off", BOSS)
     scheduler.run_digests()
     assert len(live.slack.messages("C0ADMINS")) == 1
+    scheduler.start(run_now=False)  # the job itself: Mondays at 09:00 UTC, whenever the process started
+    try:
+        when = scheduler.next_digest_at()
+        assert when is not None and (when.weekday(), when.hour, when.minute) == (0, 9, 0)
+    finally:
+        scheduler.shutdown()
 
 
 def test_a_channel_is_read_as_slack_writes_it() -> None:

@@ -10,6 +10,7 @@ import re
 from typing import Any
 
 from slack_sdk import WebClient
+from slack_sdk.errors import SlackApiError
 
 from threadwise.bot.blocks import Block, section
 from threadwise.bot.mrkdwn import escape, link, truncate
@@ -31,7 +32,17 @@ def summary_text(reports: GapReports, *, days: int = DEFAULT_DAYS) -> str:
 
 
 def home_blocks(reports: GapReports) -> list[Block]:
-    """The Home tab's "Knowledge gaps" section for admins: the top groups and the "Full report" button."""
+    """The Home tab's "Knowledge gaps" section for admins: the top groups and the "Full report" button (a
+    report that fails says so there; the rest of the tab is still shown)."""
+    try:
+        text = summary_text(reports)
+    except Exception as err:
+        log.exception("the knowledge-gap summary failed")
+        return [
+            section(
+                f"*Knowledge gaps*: the report failed ({escape(type(err).__name__)}); the error is logged."
+            )
+        ]
     button = {
         "type": "button",
         "action_id": FULL_REPORT,
@@ -39,14 +50,19 @@ def home_blocks(reports: GapReports) -> list[Block]:
         "value": str(DEFAULT_DAYS),
     }
     return [
-        section(truncate(summary_text(reports), 2900)),
+        section(truncate(text, 2900)),
         {"type": "actions", "elements": [button]},
     ]
 
 
 def _dm(client: WebClient, user: str) -> str:
-    """The admin's direct messages with the bot (the user id itself, which Slack accepts, if it will not say)."""
-    opened: Any = client.conversations_open(users=user).get("channel") or {}
+    """The admin's direct messages with the bot; the user id itself (chat.postMessage takes it) where Slack
+    will not say (conversations.open needs the im:write scope, which the manifest does not ask for)."""
+    try:
+        opened: Any = client.conversations_open(users=user).get("channel") or {}
+    except SlackApiError as err:
+        log.info("conversations.open refused (%s); writing to the user id", err.response.get("error"))
+        return user
     return str(opened.get("id") or user)
 
 

@@ -17,6 +17,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Protocol
 
 from apscheduler.schedulers.background import BackgroundScheduler
+from apscheduler.triggers.cron import CronTrigger
 from apscheduler.triggers.interval import IntervalTrigger
 
 from threadwise.sync.admin import AdminError, AdminService
@@ -27,7 +28,8 @@ log = logging.getLogger(__name__)
 JOB_ID = "confluence-sync"
 PERMISSION_JOB_ID = "confluence-permission-sync"
 DIGEST_JOB_ID = "knowledge-gap-digest"
-DIGEST_INTERVAL = timedelta(weeks=1)
+# the knowledge-gap digest: Mondays at 09:00 UTC (a fixed time, so restarts neither skip nor repeat it)
+DIGEST_TRIGGER = CronTrigger(day_of_week="mon", hour=9, minute=0, timezone=UTC)
 
 
 class Leadership(Protocol):
@@ -96,7 +98,7 @@ class SyncScheduler:
             )
         self._scheduler.add_job(
             self.run_digests,
-            IntervalTrigger(seconds=DIGEST_INTERVAL.total_seconds(), timezone=UTC),
+            DIGEST_TRIGGER,
             id=DIGEST_JOB_ID,
             max_instances=1,
             coalesce=True,
@@ -131,6 +133,10 @@ class SyncScheduler:
 
     def next_run_at(self) -> datetime | None:
         job = self._scheduler.get_job(JOB_ID)
+        return job.next_run_time if job else None
+
+    def next_digest_at(self) -> datetime | None:
+        job = self._scheduler.get_job(DIGEST_JOB_ID)
         return job.next_run_time if job else None
 
     def _run(self, key: str | None = None, full: bool = False, trigger: str = "schedule") -> None:
