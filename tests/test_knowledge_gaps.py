@@ -127,6 +127,9 @@ def test_the_digest_is_off_by_default_then_goes_weekly_to_the_chosen_channel(
 
     assert "only Threadwise admins" in command(live, "digest <#C0ADMINS|admins>", "U0ALICE")
     assert world.admin.digests.get("slack") is None
+    assert "Which channel?" in command(live, "digest #admins", BOSS)  # a name Slack did not escape
+    assert world.admin.digests.get("slack") is None
+    assert "<#C0GENERAL>" in command(live, "digest here", BOSS)  # the channel the command was run in
     said = command(live, "digest <#C0ADMINS|admins>", BOSS)
     assert "<#C0ADMINS>" in said
     assert world.admin.digests.get("slack") == {"channel": "C0ADMINS"}

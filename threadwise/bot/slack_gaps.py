@@ -129,7 +129,10 @@ class SlackGaps:
             return "Done: no weekly knowledge-gap digest any more."
         chosen = channel if word.lower() == "here" else channel_of(word)
         if not chosen:
-            return "Which channel? Pick it from Slack's list: `/threadwise digest #channel` (or `here`, or `off`)."
+            return (
+                "Which channel? Pick it from Slack's list (`/threadwise digest #channel`), or run "
+                "`/threadwise digest here` in it; `/threadwise digest off` stops the digest."
+            )
         self.targets.set(PLATFORM, {"channel": chosen}, by=user)
         return f"Done: the knowledge-gap summary goes to <#{chosen}> once a week (invite me there if I am not in it)."
 
