@@ -36,17 +36,32 @@ def test_upgrade_adds_a_missing_column_and_keeps_old_rows(database_url: str) -> 
         timings={},
         config={},
     )
-    with engine.begin() as conn:  # an older release had no message_ref column
+    with engine.begin() as conn:  # an older release had no message_ref nor confidence column
         conn.execute(text("ALTER TABLE turns DROP COLUMN message_ref"))
+        conn.execute(text("ALTER TABLE turns DROP COLUMN confidence"))
     assert "message_ref" not in {c["name"] for c in inspect(engine).get_columns("turns")}
     engine.dispose()
 
     engine = make_engine(url)
     upgrade(engine)
-    assert "message_ref" in {c["name"] for c in inspect(engine).get_columns("turns")}
+    assert {"message_ref", "confidence"} <= {c["name"] for c in inspect(engine).get_columns("turns")}
     store = ConversationStore(sessions=make_sessions(engine))
     turn = store.turn(turn_id)
-    assert turn is not None and turn.answer == "a" and turn.message_ref is None
+    assert turn is not None and turn.answer == "a" and turn.message_ref is None and turn.confidence is None
+    sure = {"score": 1.0, "level": "high", "reason": "one page, exact match"}
+    again = store.add_turn(
+        cid,
+        question="q",
+        completed_question="q",
+        answer="a",
+        sources=[],
+        cited=[],
+        trace={},
+        timings={},
+        config={},
+        confidence=sure,
+    )
+    assert store.turn(again).confidence == sure  # type: ignore[union-attr]
     store.set_message_ref(turn_id, "1700000000.0001")
     assert store.turn(turn_id).message_ref == "1700000000.0001"  # type: ignore[union-attr]
 
