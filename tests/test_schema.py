@@ -18,6 +18,18 @@ def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     return str(request.getfixturevalue("postgres_url"))
 
 
+TURN = {
+    "question": "q",
+    "completed_question": "q",
+    "answer": "a",
+    "sources": [],
+    "cited": [],
+    "trace": {},
+    "timings": {},
+    "config": {},
+}
+
+
 def test_upgrade_adds_a_missing_column_and_keeps_old_rows(database_url: str) -> None:
     url = database_url
     engine = make_engine(url)
@@ -25,17 +37,7 @@ def test_upgrade_adds_a_missing_column_and_keeps_old_rows(database_url: str) -> 
     store = ConversationStore(sessions=make_sessions(engine))
     cid = store.conversation_id(ThreadKey("slack", "T", "C", "1.0"))
     assert cid is not None
-    turn_id = store.add_turn(
-        cid,
-        question="q",
-        completed_question="q",
-        answer="a",
-        sources=[],
-        cited=[],
-        trace={},
-        timings={},
-        config={},
-    )
+    turn_id = store.add_turn(cid, **TURN)
     with engine.begin() as conn:  # an older release had no message_ref nor confidence column
         conn.execute(text("ALTER TABLE turns DROP COLUMN message_ref"))
         conn.execute(text("ALTER TABLE turns DROP COLUMN confidence"))
@@ -49,18 +51,7 @@ def test_upgrade_adds_a_missing_column_and_keeps_old_rows(database_url: str) -> 
     turn = store.turn(turn_id)
     assert turn is not None and turn.answer == "a" and turn.message_ref is None and turn.confidence is None
     sure = {"score": 1.0, "level": "high", "reason": "one page, exact match"}
-    again = store.add_turn(
-        cid,
-        question="q",
-        completed_question="q",
-        answer="a",
-        sources=[],
-        cited=[],
-        trace={},
-        timings={},
-        config={},
-        confidence=sure,
-    )
+    again = store.add_turn(cid, **TURN, confidence=sure)
     assert store.turn(again).confidence == sure  # type: ignore[union-attr]
     store.set_message_ref(turn_id, "1700000000.0001")
     assert store.turn(turn_id).message_ref == "1700000000.0001"  # type: ignore[union-attr]
