@@ -11,13 +11,15 @@ from types import ModuleType
 from typing import Any
 
 import pytest
+from slack_sdk import WebClient
 
 from tests.support.fake_bot_connector import FakeBotConnector
+from tests.support.fake_slack import FakeSlack
 from tests.support.slack_world import SIGNING_SECRET, World
 from tests.support.teams_activities import ADMIN, ALICE, PERSONAL
 from tests.support.teams_world import running_teams
 from tests.test_slack_shared_fake import Live, live_bot
-from threadwise.bot.slack_gaps import FULL_REPORT, SLACK, channel_of
+from threadwise.bot.slack_gaps import FULL_REPORT, SLACK, channel_of, send_report
 from threadwise.db.conversations import ThreadKey
 from threadwise.reports.service import GapReports
 from threadwise.reports.summary import MARKDOWN, gaps_summary
@@ -106,6 +108,20 @@ def test_full_report_reaches_the_admins_dm_as_markdown_where_slack_takes_no_file
     (block,) = dm["blocks"]
     assert block["type"] == "markdown" and block["text"].startswith("# What the wiki is missing")
     assert PARENTAL in block["text"]
+
+
+def test_full_report_is_uploaded_as_an_html_file_where_slack_takes_files(world: World) -> None:
+    """Against the project's own fake Slack, which takes uploads (files.getUploadURLExternal, the bytes,
+    files.completeUploadExternal) as slack_sdk's files_upload_v2 makes them."""
+    with FakeSlack() as slack:
+        client = WebClient(token=slack.token, base_url=slack.api_url)
+        assert send_report(client, seed(world), BOSS) == "file"
+    (file,) = slack.files.values()
+    assert (
+        file["channel"] == "D0BOSS" and file["name"].endswith(".html") and file["title"] == "Knowledge gaps"
+    )
+    assert file["content"].startswith(b"<!DOCTYPE html>") and PARENTAL.encode() in file["content"]
+    assert not slack.calls_to("chat.postMessage")
 
 
 def test_slash_gaps_gives_admins_the_summary(live: Live) -> None:

@@ -39,7 +39,7 @@ from slack_sdk.models.views import View
 from threadwise.bot.slack_settings import BOT_SCOPES
 
 MAX_MESSAGE_BLOCKS = 50
-_JSON_PARAMS = ("blocks", "view", "attachments", "metadata")
+_JSON_PARAMS = ("blocks", "view", "attachments", "metadata", "files")
 
 
 @dataclass
@@ -75,6 +75,9 @@ class FakeSlack:
     calls: list[SlackCall] = field(default_factory=list)
 
     def __post_init__(self) -> None:
+        # uploads (files.getUploadURLExternal, the bytes, files.completeUploadExternal): id -> name, content,
+        # length, title, channel (set once completed)
+        self.files: dict[str, dict[str, Any]] = {}
         self._lock = threading.Condition()
         self._ts = itertools.count(1)
         self._views = itertools.count(1)
@@ -236,6 +239,40 @@ class FakeSlack:
         result: dict[str, Any] = handler(params)
         return result
 
+    def _files_getUploadURLExternal(self, params: dict[str, Any]) -> dict[str, Any]:
+        if not params.get("filename") or not str(params.get("length", "")).isdigit():
+            return {"ok": False, "error": "invalid_arguments"}
+        file_id = f"F{len(self.files) + 1:08d}"
+        self.files[file_id] = {"name": params["filename"], "length": int(params["length"]), "content": None}
+        return {"ok": True, "upload_url": f"{self.root}/upload/{file_id}", "file_id": file_id}
+
+    def upload(self, file_id: str, content: bytes) -> bool:
+        """The bytes POSTed to an upload URL; False for an unknown file or the wrong length."""
+        with self._lock:
+            file = self.files.get(file_id)
+            if file is None or file["length"] != len(content):
+                return False
+            file["content"] = content
+            return True
+
+    def _files_completeUploadExternal(self, params: dict[str, Any]) -> dict[str, Any]:
+        listed = params.get("files") or []
+        if not listed or any(self.files.get(f.get("id"), {}).get("content") is None for f in listed):
+            return {"ok": False, "error": "file_not_found"}
+        done = []
+        for f in listed:
+            file = self.files[f["id"]]
+            file.update(title=f.get("title") or file["name"], channel=params.get("channel_id", ""))
+            file["initial_comment"] = params.get("initial_comment", "")
+            done.append({"id": f["id"], "name": file["name"], "title": file["title"]})
+        return {"ok": True, "files": done}
+
+    def _conversations_open(self, params: dict[str, Any]) -> dict[str, Any]:
+        users = str(params.get("users", ""))
+        if not users or "," in users:
+            return {"ok": False, "error": "user_not_found" if not users else "invalid_arguments"}
+        return {"ok": True, "channel": {"id": "D" + users.removeprefix("U")}}
+
     def _auth_test(self, params: dict[str, Any]) -> dict[str, Any]:
         return {
             "ok": True,
@@ -372,6 +409,12 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _serve(self, raw: bytes) -> None:
         url = urlsplit(self.path)
+        if url.path.startswith("/upload/"):  # an upload URL: the file's bytes, as files.slack.com takes them
+            stored = self.fake.upload(url.path[len("/upload/") :], raw)
+            self.send_response(200 if stored else 404)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
         params: dict[str, Any] = dict(parse_qsl(url.query))
         if raw:
             if "json" in self.headers.get("Content-Type", ""):
