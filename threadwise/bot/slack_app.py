@@ -32,7 +32,7 @@ from threadwise.bot.mrkdwn import mentions_other_user
 from threadwise.bot.pool import Activity, Admission, FairPool, TrackedPool
 from threadwise.bot.question import PLATFORM, Question, question_of, refusal_of
 from threadwise.bot.slack_actions import ActionContext, register_actions
-from threadwise.bot.slack_gaps import SlackGaps, home_blocks
+from threadwise.bot.slack_gaps import home_blocks, slack_gaps
 from threadwise.bot.slack_gaps import register as register_gaps
 from threadwise.bot.slack_handover import INBOX, inbox_key, placeholder_ref, replay_received, resume_slack
 from threadwise.bot.slack_identity import SlackAskers, slack_directory
@@ -76,10 +76,8 @@ class SlackBot:
             admin_user_ids=settings.admin_user_ids,
             workspace_admins=settings.workspace_admins,
         )
-        self.gaps = (
-            SlackGaps(client=self.client, reports=gap_reports, targets=admin.digests) if gap_reports else None
-        )
-        extra = self.gaps.commands() if self.gaps else None
+        self.gaps = slack_gaps(self.client, gap_reports, admin.digests)  # None without a report
+        extra = self.gaps.commands() if self.gaps else None  # `gaps` and `digest`, for admins
         self.commands = AdminCommands(admin=admin, is_admin=self.is_admin, extra=extra)
         # Bolt runs listeners in `listeners`; they only ack, claim and post the placeholder. The slow work
         # (answers, explanations, syncs) waits its turn in `workers`.

@@ -148,6 +148,10 @@ class SlackGaps:
         return True
 
 
+def slack_gaps(client: WebClient, reports: GapReports | None, targets: DigestTargets) -> SlackGaps | None:
+    return SlackGaps(client=client, reports=reports, targets=targets) if reports is not None else None
+
+
 def register(app: Any, gaps: SlackGaps, *, is_admin: Any, submit: Any) -> None:
     """The "Full report" button: for admins, the report goes to their DM (a press by anyone else is ignored)."""
 

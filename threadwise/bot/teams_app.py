@@ -46,7 +46,7 @@ from threadwise.bot.teams_activity import (
     question_text,
 )
 from threadwise.bot.teams_admin import admin_command, make_commands, run_command
-from threadwise.bot.teams_gaps import TeamsGaps, teams_notice
+from threadwise.bot.teams_gaps import teams_gaps
 from threadwise.bot.teams_handover import resume_payload, resume_teams
 from threadwise.bot.teams_identity import is_personal, member_email
 from threadwise.bot.teams_messenger import TeamsMessenger
@@ -124,11 +124,7 @@ class TeamsBot:
         self.app.on_conversation_update(self.on_conversation_update)
         self.app.on_activity(self.on_other)
         self.messenger = TeamsMessenger(app=self.app)  # sends from workers go through the server's loop
-        self.gaps = (
-            TeamsGaps(reports=gap_reports, targets=admin.digests, send=teams_notice(self.messenger.send))
-            if gap_reports
-            else None
-        )
+        self.gaps = teams_gaps(gap_reports, admin.digests, self.messenger.send)  # None without a report
 
     # -- background work and sending ----------------------------------------------------------------------
 

@@ -84,6 +84,12 @@ class TeamsGaps:
         return True
 
 
-def teams_notice(send: Callable[[Place, Any], object]) -> Callable[[Place, str], object]:
-    """`send(place, activity)` as `send(place, markdown)`."""
-    return lambda place, text: send(place, cards.notice(text))
+def teams_gaps(
+    reports: GapReports | None, targets: DigestTargets, send: Callable[[Place, Any], object]
+) -> TeamsGaps | None:
+    """The Teams side of the knowledge gaps, posting through `send(place, activity)`; None without a report."""
+    if reports is None:
+        return None
+    return TeamsGaps(
+        reports=reports, targets=targets, send=lambda place, text: send(place, cards.notice(text))
+    )
