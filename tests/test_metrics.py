@@ -178,3 +178,26 @@ def test_several_processes_add_up_in_multi_process_mode(tmp_path: Path) -> None:
     assert value(samples, "threadwise_sync_pages_total", change="added") == 4
     assert value(samples, "threadwise_sync_pages_total", change="failed") == 2
     assert value(samples, "threadwise_sync_seconds_sum") == 6.0
+
+
+def test_the_fair_pools_waits_are_measured() -> None:
+    """One worker, two jobs: the second waits for the first (0.2 s), and both waits are observed."""
+    from threadwise.bot.pool import Activity, FairPool
+
+    before = _exposed()
+    pool = FairPool(max_workers=1, name="wait-test", activity=Activity())
+    first = pool.submit(time.sleep, 0.2, owner="a")
+    second = pool.submit(time.sleep, 0, owner="b")
+    first.result(timeout=5)
+    second.result(timeout=5)
+    pool.shutdown()
+    after = _exposed()
+    assert (
+        value(after, "threadwise_queue_wait_seconds_count")
+        - value(before, "threadwise_queue_wait_seconds_count")
+        == 2
+    )
+    waited = value(after, "threadwise_queue_wait_seconds_sum") - value(
+        before, "threadwise_queue_wait_seconds_sum"
+    )
+    assert 0.15 < waited < 5

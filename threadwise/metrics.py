@@ -107,6 +107,13 @@ PERMISSION_LAST_OK = Gauge(
     registry=REGISTRY,
 )
 
+QUEUE_WAIT_SECONDS = Histogram(
+    "threadwise_queue_wait_seconds",
+    "Time a question or Explain waited in the fair pool before a worker took it up",
+    buckets=(0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0),
+    registry=REGISTRY,
+)
+
 # the text format every Prometheus reads (prometheus-client's own default names a newer version, for the same body)
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 IndexSize = Callable[[], tuple[int, int]]  # (pages, evidences)

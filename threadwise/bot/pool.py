@@ -7,10 +7,13 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections import OrderedDict, deque
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
+
+from threadwise import metrics
 
 log = logging.getLogger(__name__)
 
@@ -93,7 +96,8 @@ class FairPool:
         self.max_workers = max_workers
         self.activity = activity
         self._cond = threading.Condition()
-        self._queues: OrderedDict[str, deque[tuple[Callable[[], Any], Future[Any]]]] = OrderedDict()
+        # per owner: (job, its future, when it was queued)
+        self._queues: OrderedDict[str, deque[tuple[Callable[[], Any], Future[Any], float]]] = OrderedDict()
         self._running: dict[str, int] = {}
         self._closed = False
         self._threads = [
@@ -130,7 +134,8 @@ class FairPool:
             if self._closed:
                 raise RuntimeError("the pool is shut down")
             self.activity.started()
-            self._queues.setdefault(owner, deque()).append((lambda: fn(*args, **kwargs), future))
+            job = (lambda: fn(*args, **kwargs), future, time.monotonic())
+            self._queues.setdefault(owner, deque()).append(job)
             self._cond.notify()
         return future
 
@@ -140,7 +145,8 @@ class FairPool:
             if not self._queues:
                 return None
             owner, queue = next(iter(self._queues.items()))
-            job, future = queue.popleft()
+            job, future, queued = queue.popleft()
+            metrics.QUEUE_WAIT_SECONDS.observe(time.monotonic() - queued)
             del self._queues[owner]
             if queue:  # the owner's next job goes to the back of the line
                 self._queues[owner] = queue
@@ -168,7 +174,7 @@ class FairPool:
             self._closed = True
             if cancel_futures:
                 for queue in self._queues.values():
-                    for _job, future in queue:
+                    for _job, future, _queued in queue:
                         future.cancel()
                         self.activity.finished()
                 self._queues.clear()
