@@ -8,6 +8,8 @@
 
 Every button that names an answer goes through `threadwise.pressed`: the answer must be this thread's and the
 presser allowed to see it, else they are told so privately (an ephemeral message) and nothing else happens.
+A button that asks a question (Try again, follow-ups) asks nothing for a user of another organisation (Slack
+Connect) unless they are let in: they get the mention's polite refusal, privately.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from slack_bolt import App
 
 from threadwise.bot import blocks
 from threadwise.bot.admin_commands import HELP, AdminCommands, is_instant
-from threadwise.bot.question import PLATFORM, Question
+from threadwise.bot.question import EXTERNAL, PLATFORM, Question
 from threadwise.bot.slack_identity import is_direct_message
 from threadwise.bot.slack_messenger import SlackMessenger
 from threadwise.conversations import ConversationService, TurnView
@@ -49,6 +51,7 @@ class ActionContext:
     may_see: Callable[
         [str, str, TurnView], bool
     ]  # (user, channel, turn): may they see more of a stored answer
+    external: Callable[[dict[str, Any]], bool]  # (press): its presser is another organisation's, not let in
 
 
 def register_actions(app: App, bot: ActionContext) -> None:
@@ -123,6 +126,14 @@ def _turn_here(bot: ActionContext, where: _Where, value: Any) -> TurnView | None
     if pressed.turn is None and pressed.refusal:
         bot.messenger.ephemeral(where.channel, where.user, where.thread_ts, _notice(pressed.refusal))
     return pressed.turn
+
+
+def _outsider(bot: ActionContext, where: _Where, body: dict[str, Any]) -> bool:
+    """True when the presser may not ask (another organisation's user, not let in): told so privately."""
+    if not bot.external(body):
+        return False
+    bot.messenger.ephemeral(where.channel, where.user, where.thread_ts, _notice(EXTERNAL))
+    return True
 
 
 def _open(bot: ActionContext, where: _Where, view: dict[str, Any]) -> None:
@@ -252,7 +263,7 @@ def _retry(bot: ActionContext, ack: Any, body: dict[str, Any], action: dict[str,
     ack()
     where = _Where(body)
     turn = _turn_here(bot, where, action.get("value"))
-    if turn is None:
+    if turn is None or _outsider(bot, where, body):
         return
     question = Question(
         where.team,
@@ -271,7 +282,7 @@ def _follow_up(bot: ActionContext, ack: Any, body: dict[str, Any], action: dict[
     ack()
     where = _Where(body)
     turn = _turn_here(bot, where, action.get("block_id"))
-    if turn is None:
+    if turn is None or _outsider(bot, where, body):
         return
     number = str(action.get("action_id", "")).removeprefix(f"{blocks.FOLLOW_UP}_")
     text = suggested(turn, number, shown=blocks.MAX_FOLLOW_UPS)

@@ -129,6 +129,7 @@ class SlackBot:
                 start_answer=self.start_answer,
                 claim=self.claim,
                 may_see=self.askers.may_see,
+                external=self.installation.presser_external,
             ),
         )
         self.app.error(self.on_error)

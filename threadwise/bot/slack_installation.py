@@ -71,3 +71,11 @@ class Installation:
         if self.allow_external_users:
             return False
         return of_another_organisation(body, event, home=(self.team, self.enterprise))
+
+    def presser_external(self, body: dict[str, Any]) -> bool:
+        """True for who pressed a button when they are of another organisation and not let in: a block_actions
+        payload names the presser's workspace (or Grid organisation) in `user.team_id` and carries no
+        `is_ext_shared_channel`, so a team that is not ours decides."""
+        user = body.get("user")
+        team = user.get("team_id") if isinstance(user, dict) else None
+        return self.external({}, {"user_team": team if isinstance(team, str) else ""})
