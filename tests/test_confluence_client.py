@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -242,3 +243,26 @@ def test_cloud_restrictions_above_a_folder_reach_the_pages_below_it() -> None:
         fake.faults.broken_pages = {"130"}  # the folder cannot be read: the listing fails, never "open"
         with pytest.raises(ConfluenceError, match="folder 130"):
             client.list_pages("DOCS")
+
+
+def test_a_page_names_its_last_editor_on_data_center_and_cloud() -> None:
+    """Data Center's `version.by` gives the display name; Cloud v2 only the account id, read as a name once."""
+    with FakeConfluence(pages=tree_wiki(), context_path="/confluence") as fake:
+        fake.people.add_user("jane", "jane@example.com")
+        fake.edit_page("113", body="<p>Answer within 10 minutes.</p>", by="jane")
+        client = dc_client(fake)
+        on_call, home = client.get_page("113"), client.get_page("100")
+        assert isinstance(on_call, Page) and on_call.last_editor == "Jane"
+        assert isinstance(home, Page) and home.last_editor == ""  # the reply names nobody
+        before = on_call.content_hash
+        assert replace(on_call, last_editor="Bob").content_hash == before  # the editor is not content
+    with FakeConfluence(pages=tree_wiki(), context_path="/wiki", flavor="cloud") as fake:
+        fake.people.add_user("jane", "jane@example.com")
+        for pid in ("111", "113"):
+            fake.edit_page(pid, by="jane")
+        fake.edit_page("112", by="gone")  # a user Confluence cannot read: no name, and the page still syncs
+        client = cloud_client(fake)
+        pages = [client.get_page(pid, space="DOCS") for pid in ("111", "113", "112", "100")]
+        assert [p.last_editor for p in pages if isinstance(p, Page)] == ["Jane", "Jane", "", ""]
+        user_reads = [r for r in fake.requests if r.path == "/rest/api/user"]
+        assert [r.status for r in user_reads] == [200, 404]  # once per account id

@@ -151,11 +151,15 @@ class FakeConfluence:
         page.version += 1
         page.last_modified = datetime.now(UTC)
 
-    def edit_page(self, page_id: str, *, body: str | None = None, title: str | None = None) -> FakePage:
+    def edit_page(
+        self, page_id: str, *, body: str | None = None, title: str | None = None, by: str | None = None
+    ) -> FakePage:
+        """A new version; `by`: the username who saved it (else the last editor stays)."""
         with self._lock:
             page = self.pages[page_id]
             page.body = page.body if body is None else body
             page.title = page.title if title is None else title
+            page.last_editor = page.last_editor if by is None else by
             self._touch(page)
             return page
 
@@ -246,6 +250,9 @@ class FakeConfluence:
         if "version" in expand:
             when = page.last_modified.strftime("%Y-%m-%dT%H:%M:%S.000Z")
             r["version"] = {"number": page.version, "when": when, "minorEdit": False}
+            if page.last_editor:
+                cloud = self.flavor == "cloud"  # Cloud v1 content: accountId and displayName, as there
+                r["version"]["by"] = self.people.user_json(page.last_editor, cloud=cloud, with_email=False)
         if "ancestors" in expand:
             r["ancestors"] = [
                 {"id": a.id, "type": "page", "status": "current", "title": a.title}

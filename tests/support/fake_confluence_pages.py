@@ -28,6 +28,7 @@ class FakePage:
     read_groups: list[str] = field(default_factory=list)
     status: str = "current"  # or "archived" (listed by Cloud v2 unless asked for current only), "draft"
     kind: str = "page"  # or "folder" (Cloud): in the page tree, never in a page listing, without a body
+    last_editor: str = ""  # who saved the current version (a username); "": v1 replies carry no `version.by`
 
 
 # ----- a small wiki for tests -----
@@ -86,6 +87,7 @@ def _page_from_doc(doc: dict[str, Any], path: Path) -> FakePage:
         ancestor_titles=[str(t) for t in doc.get("ancestors", [])],
         read_users=[str(u) for u in doc.get("read_users", [])],
         read_groups=[str(g) for g in doc.get("read_groups", [])],
+        last_editor=str(doc.get("last_editor", "")),
     )
 
 

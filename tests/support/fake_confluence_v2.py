@@ -51,6 +51,9 @@ def page_v2(fake: FakeConfluence, page: FakePage, query: dict[str, str], *, sing
         },
         "_links": {"webui": fake.webui(page)},
     }
+    if page.last_editor:  # v2 names people by account id only; the fake's editor is author and owner too
+        editor = fake.people.user_json(page.last_editor, cloud=True, with_email=False)["accountId"]
+        r["version"]["authorId"] = r["authorId"] = r["ownerId"] = editor
     if page.kind == "page":
         del r["type"]  # PageBulk and PageSingle carry no type; FolderSingle does
         r["_links"]["editui"] = f"/pages/resumedraft.action?draftId={page.id}"

@@ -6,7 +6,9 @@ listings and pages come from `/wiki/api/v2/...` (cursor paging). v2 pages carry 
 from the listing's parent ids, and where a parent is not a listed page (a folder, which the page listing never
 holds, or a whiteboard, database, embed) from that parent's `/ancestors` (folders and pages, top to bottom),
 so restrictions above a folder are seen. Only current pages are listed or fetched: archived ones are left
-out (Cloud lists current and archived by default). CQL search exists only in v1 and serves both.
+out (Cloud lists current and archived by default). CQL search exists only in v1 and serves both. A page's
+last editor is v1's `version.by` (its display name); v2 names people only by account id (`version.authorId`),
+whose display name Cloud's v1 `rest/api/user` gives, read once per id. Neither names a page's owner by name.
 `Confluence(cloud=True)` in atlassian-python-api 5.0.5 is a different class without `get_page_by_id`; we do
 not depend on either class's helpers, only on the authenticated GETs of `RestSession`.
 """
@@ -31,6 +33,7 @@ from threadwise.connectors.confluence_rest import (
     ConfluenceUnavailableError,
     RestSession,
 )
+from threadwise.connectors.files import user_name
 from threadwise.core.types import Page, PageFailure, PageRef, RestrictedPage
 
 __all__ = [
@@ -69,6 +72,7 @@ class ConfluenceClient:
         self.settings = settings
         self._rest = RestSession(settings)
         self._cloud_spaces: dict[str, SpaceInfo] = {}  # key -> space, and id -> space (Cloud needs the id)
+        self._names: dict[str, str] = {}  # Cloud account id -> display name ("" when it cannot be read)
 
     def __repr__(self) -> str:
         return f"ConfluenceClient({self.settings.shown_url!r}, cloud={self.settings.is_cloud})"
@@ -227,6 +231,7 @@ class ConfluenceClient:
             last_modified=version.get("when", ""),
             ancestors=tuple(a["title"] for a in r.get("ancestors", [])),
             labels=tuple(lbl["name"] for lbl in labels),
+            last_editor=user_name(version.get("by")),
         )
 
     def _v2_page(self, r: dict[str, Any], space: str, ancestors: Sequence[str] | None) -> Page:
@@ -245,7 +250,19 @@ class ConfluenceClient:
             last_modified=version.get("createdAt", ""),
             ancestors=tuple(ancestors or ()),
             labels=tuple(lbl["name"] for lbl in r.get("labels", {}).get("results", [])),
+            last_editor=self._display_name(str(version.get("authorId") or "")),
         )
+
+    def _display_name(self, account_id: str) -> str:
+        """Cloud v2 names people by account id only: the display name from v1's user read, once per id;
+        "" when the user cannot be read (deactivated, no permission, Confluence failing)."""
+        if account_id and account_id not in self._names:
+            try:
+                r = self._rest.get_json("rest/api/user", {"accountId": account_id}, what=f"user {account_id}")
+                self._names[account_id] = user_name(r)
+            except ConfluenceError:
+                self._names[account_id] = ""
+        return self._names.get(account_id, "")
 
     def _space_key_by_id(self, space_id: str) -> str:
         r = self._rest.get_json(f"api/v2/spaces/{space_id}", {}, what=f"space {space_id}")

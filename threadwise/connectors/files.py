@@ -4,7 +4,7 @@ Two shapes are read, both one JSON object per file:
 
 - ConfQuestions: `id`, `title`, `url`, `space`, `date`, `content` (storage format).
 - Threadwise's sample wiki: the same keys plus optional `version`, `ancestors` (breadcrumb titles, root
-  first), `labels` and `last_modified` (ISO 8601).
+  first), `labels`, `last_modified` (ISO 8601) and `last_editor` (a name; or the REST API's `version.by`).
 
 The page id is Confluence's numeric id taken from the URL (`/pages/<digits>/`) when there is one, so it
 matches the ids of a live Confluence and the gold URLs of the benchmark; otherwise the file's `id`. A file
@@ -106,7 +106,9 @@ def page_from_json(data: Any, *, fallback_id: str = "") -> Page:
     if not page_id:
         raise ValueError("no page id: neither a /pages/<id>/ URL nor an 'id'")
     version = data.get("version", 1)
-    if isinstance(version, dict):  # the REST API's {"number": 7, ...}
+    editor = _text(data, "last_editor")
+    if isinstance(version, dict):  # the REST API's {"number": 7, "by": {"displayName": ...}, ...}
+        editor = editor or user_name(version.get("by"))
         version = version.get("number", 1)
     try:
         version = int(version)
@@ -122,7 +124,16 @@ def page_from_json(data: Any, *, fallback_id: str = "") -> Page:
         last_modified=_text(data, "last_modified") or _text(data, "date"),
         ancestors=_titles(data.get("ancestors")),
         labels=_titles(data.get("labels")),
+        last_editor=editor,
     )
+
+
+def user_name(user: Any) -> str:
+    """The name a v1 user object shows: `displayName` (Data Center and Cloud), else Cloud's `publicName`, else
+    Data Center's `username`; "" when there is none."""
+    if not isinstance(user, dict):
+        return ""
+    return str(user.get("displayName") or user.get("publicName") or user.get("username") or "").strip()
 
 
 def _text(data: dict[str, Any], key: str) -> str:

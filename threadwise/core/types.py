@@ -32,10 +32,13 @@ class Page:
     last_modified: str = ""  # ISO 8601
     ancestors: tuple[str, ...] = ()  # breadcrumb titles, root first
     labels: tuple[str, ...] = ()
+    # who saved the current version, as Confluence names them ("" when it did not say); every edit makes a new
+    # version, which re-indexes the page, so it is left out of the content hash (and of the indexed text)
+    last_editor: str = ""
 
     @property
     def content_hash(self) -> str:
-        """Hash of everything that ends up inside an evidence: a change here means re-indexing."""
+        """Hash of everything that ends up inside an evidence's text: a change here means re-indexing."""
         h = hashlib.sha256(f"extraction {EXTRACTION_VERSION}\x00".encode())
         for part in (self.title, " / ".join(self.ancestors), self.body, self.space, self.url):
             h.update(part.encode("utf-8"))
@@ -85,6 +88,7 @@ class Evidence:
     row_no: int | None = None
     cells: tuple[tuple[str, str], ...] = field(default=())
     last_modified: str = ""
+    last_editor: str = ""  # the page's (Page.last_editor); stored only when known
     # The final retrieval score (fused, or re-ranked) for the question this evidence was retrieved for: the
     # answerer treats evidences whose scores nearly tie alike. None outside a retrieval (stored sources, tests);
     # not part of the stored form, nor of equality.
@@ -100,8 +104,8 @@ class Evidence:
 
     def to_dict(self) -> dict[str, str | int]:
         """The one stored form of an evidence (index rows, stored answers' sources): flat scalars that Chroma
-        metadata and JSON both hold, so no None (an absent table or row number is left out) and the cells
-        as a JSON string."""
+        metadata and JSON both hold, so no None (an absent table or row number, or an unknown editor, is left
+        out) and the cells as a JSON string."""
         d: dict[str, str | int] = {
             "evidence_id": self.id,
             "page_id": self.page_id,
@@ -116,6 +120,8 @@ class Evidence:
             "heading": self.heading,
             "last_modified": self.last_modified,
         }
+        if self.last_editor:
+            d["last_editor"] = self.last_editor
         if self.table_no is not None:
             d["table_no"] = self.table_no
         if self.row_no is not None:
@@ -148,6 +154,7 @@ class Evidence:
             row_no=None if row_no is None else int(row_no),
             cells=tuple((str(h), str(v)) for h, v in cells),
             last_modified=str(d.get("last_modified", "")),
+            last_editor=str(d.get("last_editor", "")),
         )
 
 

@@ -77,7 +77,7 @@ def _iso(moment: datetime) -> str:
 
 
 def _page(ref: PageRef) -> Page:
-    return Page(ref.page_id, ref.title, ref.url, ref.space, ref.last_modified[:10])
+    return Page(ref.page_id, ref.title, ref.url, ref.space, ref.last_modified[:10], ref.last_editor)
 
 
 def _latest_pages(turns: Sequence[TurnFacts]) -> dict[str, Page]:

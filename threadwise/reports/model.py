@@ -13,6 +13,7 @@ class Page:
     url: str
     space: str
     last_modified: str  # ISO date (YYYY-MM-DD), "" when Confluence did not say
+    last_editor: str = ""  # who saved that version, "" when Confluence did not say
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,10 @@ def _link(text: str, url: str) -> str:
 
 
 def _page(page: Page) -> str:
-    return _link(page.title or page.page_id, page.url)
+    editor = (
+        f' <span class="muted">last edited by {escape(page.last_editor)}</span>' if page.last_editor else ""
+    )
+    return _link(page.title or page.page_id, page.url) + editor
 
 
 def _thread(url: str) -> str:

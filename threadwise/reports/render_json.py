@@ -1,5 +1,6 @@
 """The report as JSON for scripts and dashboards: the sections are top-level keys, each page is flat
-(`page_id`, `title`, `url`, `space`, `last_modified` as an ISO date) with its numeric counts beside it."""
+(`page_id`, `title`, `url`, `space`, `last_modified` as an ISO date, `last_editor` when Confluence names one)
+with its numeric counts beside it."""
 
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ from threadwise.reports.model import Page, Question, Report
 
 
 def _page(page: Page, **counts: Any) -> dict[str, Any]:
-    return {**asdict(page), **counts}
+    """`last_editor` only when Confluence named one."""
+    return {**{k: v for k, v in asdict(page).items() if k != "last_editor" or v}, **counts}
 
 
 def _question(q: Question) -> dict[str, Any]:

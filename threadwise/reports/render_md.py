@@ -12,7 +12,8 @@ def _cell(text: str) -> str:
 
 def page_link(page: Page) -> str:
     title = _cell(page.title or page.page_id).replace("[", "(").replace("]", ")")
-    return f"[{title}]({page.url})" if page.url else title
+    editor = f" (last edited by {_cell(page.last_editor)})" if page.last_editor else ""
+    return (f"[{title}]({page.url})" if page.url else title) + editor
 
 
 def _thread(link: str) -> str:

@@ -28,6 +28,7 @@ class PageRef:
     url: str
     space: str
     last_modified: str  # ISO 8601, "" when unknown
+    last_editor: str = ""  # who saved that version, "" when Confluence did not say
 
 
 @dataclass(frozen=True)
@@ -116,6 +117,7 @@ class _Pages:
                 url=str(source.get("url", "")),
                 space=str(source.get("space", "")),
                 last_modified=str(modified),
+                last_editor=str(source.get("last_editor", "")),
             )
             self._known[key] = ref
         return ref

@@ -119,6 +119,7 @@ def contextualize(
                 row_no=element.row_no,
                 cells=element.cells,
                 last_modified=page.last_modified,
+                last_editor=page.last_editor,
             )
         )
     return evidence
