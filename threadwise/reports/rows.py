@@ -100,7 +100,7 @@ class _Pages:
     """One PageRef per page and version seen: 10,000 turns name the same few hundred pages 100,000 times."""
 
     def __init__(self) -> None:
-        self._known: dict[tuple[str, str, str], PageRef] = {}
+        self._known: dict[tuple[Any, ...], PageRef] = {}
 
     def __call__(self, source: dict[str, Any]) -> PageRef:
         page_id, modified, title = (
@@ -108,7 +108,8 @@ class _Pages:
             source.get("last_modified", ""),
             source.get("title", ""),
         )
-        key = (page_id, modified, title)
+        # two versions saved within one timestamp's resolution differ by version or editor, not by date
+        key = (page_id, modified, title, source.get("version", ""), source.get("last_editor", ""))
         ref = self._known.get(key)
         if ref is None:
             ref = PageRef(
