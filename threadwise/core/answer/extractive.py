@@ -30,7 +30,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from threadwise.core.answer.compose import Piece, compose, disagrees, render
+from threadwise.core.answer.compose import Piece, compose, render
+from threadwise.core.answer.conflicts import disagrees
 from threadwise.core.answer.question import (
     expected_answer_type,
     has_answer_type,
