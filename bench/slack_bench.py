@@ -59,12 +59,12 @@ _ts = itertools.count(1)
 
 def serve(args: argparse.Namespace) -> None:
     """Build the bot like `threadwise serve --http`, index the sample wiki, print the port, serve until stdin closes."""
-    from threadwise.bot.http_server import HttpServer
-    from threadwise.bot.slack_app import build_slack_bot
-    from threadwise.bot.slack_settings import SlackSettings
     from threadwise.connectors.files import SAMPLE_WIKI_DIR, load_pages
     from threadwise.index.indexer import index_pages
     from threadwise.settings import load_settings
+    from threadwise.slack.app import build_slack_bot
+    from threadwise.slack.http_server import HttpServer
+    from threadwise.slack.settings import SlackSettings
     from threadwise.wiring import Threadwise
 
     env = {

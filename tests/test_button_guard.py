@@ -32,10 +32,10 @@ from tests.test_teams_bot import (
     thread_of,
     wait_messages,
 )
+from threadwise.chat.pressed import NOT_HERE
 from threadwise.core.answer.llm import LLMAnswerer
 from threadwise.db.conversations import ThreadKey
 from threadwise.index.store import EvidenceIndex
-from threadwise.pressed import NOT_HERE
 
 SECRET_QUESTION = "how many vacation days do I have?"
 SECRET_ANSWER = "30 vacation days"

@@ -16,12 +16,12 @@ from slack_sdk import WebClient
 from tests.support.fake_bot_connector import FakeBotConnector
 from tests.support.fake_slack import FakeSlack
 from tests.support.teams_activities import ALICE, TeamsSender
-from threadwise.bot.doctor import all_ok, render, slack_checks
-from threadwise.bot.identity import EmailDirectory, identity_ttl_seconds
-from threadwise.bot.slack_identity import is_direct_message, slack_directory, slack_email
-from threadwise.bot.slack_settings import BOT_SCOPES, SlackSettings
-from threadwise.bot.teams_activity import place_of
-from threadwise.bot.teams_identity import is_personal, member_email, personal_chat
+from threadwise.chat.identity import EmailDirectory, identity_ttl_seconds
+from threadwise.slack.doctor import all_ok, render, slack_checks
+from threadwise.slack.identity import is_direct_message, slack_directory, slack_email
+from threadwise.slack.settings import BOT_SCOPES, SlackSettings
+from threadwise.teams.activity import place_of
+from threadwise.teams.identity import is_personal, member_email, personal_chat
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")  # the Teams SDK, on ApiClient()
 

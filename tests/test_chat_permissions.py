@@ -29,7 +29,7 @@ from tests.support.teams_activities import ALICE, PERSONAL
 from tests.support.teams_world import RunningTeams, running_teams
 from tests.test_slack_bot import command, mention, message, press, text_of, wait_answers
 from tests.test_teams_bot import explain_action, messages, sent_id, thread_of, wait_messages
-from threadwise.bot.identity import NOT_YOURS
+from threadwise.chat.identity import NOT_YOURS
 from threadwise.settings import load_settings
 from threadwise.wiring import Threadwise
 

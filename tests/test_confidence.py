@@ -7,8 +7,7 @@ from pathlib import Path
 
 from tests.support.views import source_view, turn_citing
 from tests.test_attribution import evidence
-from threadwise.bot.blocks import answer_message
-from threadwise.bot.teams_cards import answer_card
+from threadwise.chat.trace_render import render_trace
 from threadwise.cli.qa_cmds import render_turn
 from threadwise.connectors.files import SAMPLE_WIKI_DIR, load_pages
 from threadwise.core.answer.confidence import Signals, assess, confidence_of, signals
@@ -18,7 +17,8 @@ from threadwise.db.conversations import ThreadKey
 from threadwise.evaluation.run import by_confidence
 from threadwise.index.indexer import index_pages
 from threadwise.settings import load_settings
-from threadwise.trace_render import render_trace
+from threadwise.slack.blocks import answer_message
+from threadwise.teams.cards import answer_card
 from threadwise.wiring import Threadwise
 
 SURE = Signals(

@@ -8,13 +8,13 @@ from pathlib import Path
 
 import pytest
 
+from threadwise.chat.conversations import TurnView
+from threadwise.chat.pressed import NOT_HERE, NOT_YOURS, Pressed, pressed_turn, suggested
 from threadwise.cli import main
 from threadwise.connectors.files import SAMPLE_WIKI_DIR, load_pages
-from threadwise.conversations import TurnView
 from threadwise.core.types import Evidence
 from threadwise.db.conversations import ThreadKey
 from threadwise.index.indexer import index_pages
-from threadwise.pressed import NOT_HERE, NOT_YOURS, Pressed, pressed_turn, suggested
 from threadwise.settings import load_settings
 from threadwise.wiring import Threadwise
 

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 from sqlalchemy import update
 
+from threadwise.chat.turn_views import TurnView
 from threadwise.cli import main
 from threadwise.connectors.files import SAMPLE_WIKI_DIR, load_pages
 from threadwise.core.answer.conflicts import disagreement_note
@@ -29,7 +30,6 @@ from threadwise.reports.render_json import report_dict
 from threadwise.reports.rows import PageRef, ThreadRef, TurnFacts
 from threadwise.reports.service import GapReports, render
 from threadwise.settings import load_settings
-from threadwise.turn_views import TurnView
 from threadwise.wiring import Threadwise
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")

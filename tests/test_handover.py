@@ -25,9 +25,9 @@ from tests.support.slack_world import (
     running_bot,
     survivor_world,
 )
+from threadwise.chat.handover import INTERRUPTED
 from threadwise.db.claims import ClaimStore
 from threadwise.db.conversations import ProcessedEventRow
-from threadwise.handover import INTERRUPTED
 from threadwise.index.store import EvidenceIndex
 
 LAPTOP = "<@UBOT> how do I request a new laptop?"

@@ -22,9 +22,9 @@ from hypothesis import strategies as st
 from tests.support.fake_slack import FakeSlack
 from tests.support.slack_events import SlackSender, event_body, find_action
 from tests.support.slack_world import Running, World, build_index, build_world, running_bot
-from threadwise.bot.http_server import HttpLimits
 from threadwise.core.types import Page
 from threadwise.index.store import EvidenceIndex
+from threadwise.slack.http_server import HttpLimits
 
 LIMITS = HttpLimits(header_timeout=0.5, body_timeout=0.5)
 _ts = iter(range(1, 10**6))

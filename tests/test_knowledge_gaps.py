@@ -19,10 +19,10 @@ from tests.support.slack_world import SIGNING_SECRET, World
 from tests.support.teams_activities import ADMIN, ALICE, PERSONAL
 from tests.support.teams_world import running_teams
 from tests.test_slack_shared_fake import Live, live_bot
-from threadwise.bot.slack_gaps import FULL_REPORT, SLACK, channel_of, send_report
 from threadwise.db.conversations import ThreadKey
 from threadwise.reports.service import GapReports
 from threadwise.reports.summary import MARKDOWN, gaps_summary
+from threadwise.slack.gaps import FULL_REPORT, SLACK, channel_of, send_report
 from threadwise.sync.scheduler import SyncScheduler
 
 BOSS = "U0BOSS"  # the one Threadwise admin

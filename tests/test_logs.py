@@ -35,7 +35,7 @@ def test_json_logs_are_one_object_a_line_naming_the_thread_without_secrets(tmp_p
     # the log lines (the progress bar and the error for the person at the terminal are not logs)
     lines = [json.loads(line) for line in done.stderr.splitlines() if line.startswith("{")]
     failure = next(line for line in lines if line["message"].startswith("LLM failure while answering"))
-    assert failure["level"] == "WARNING" and failure["logger"] == "threadwise.conversations"
+    assert failure["level"] == "WARNING" and failure["logger"] == "threadwise.chat.conversations"
     assert failure["time"].endswith("+00:00")
     assert failure["platform"] == "cli"
     assert failure["conversation"] == conversation_hash("cli", "local", "ask", "t-1")
@@ -44,7 +44,7 @@ def test_json_logs_are_one_object_a_line_naming_the_thread_without_secrets(tmp_p
 
 def test_text_stays_the_default_and_an_unknown_format_is_refused(tmp_path: Path) -> None:
     done = threadwise_cli(_env(tmp_path), "ask", "who is on call?")
-    assert " WARNING threadwise.conversations: LLM failure while answering" in done.stderr
+    assert " WARNING threadwise.chat.conversations: LLM failure while answering" in done.stderr
     assert "admin:***@127.0.0.1" in done.stderr and SECRET not in done.stderr
     assert not any(line.startswith("{") for line in done.stderr.splitlines())
     refused = threadwise_cli(_env(tmp_path, THREADWISE_LOG_FORMAT="xml"), "status")
@@ -55,7 +55,7 @@ def test_a_line_logged_while_answering_names_the_turn(world: World) -> None:
     out = io.StringIO()
     handler = logging.StreamHandler(out)
     handler.setFormatter(JsonFormatter())
-    logger = logging.getLogger("threadwise.conversations")
+    logger = logging.getLogger("threadwise.chat.conversations")
     logger.addHandler(handler)
     logger.setLevel(logging.INFO)
     try:

@@ -182,7 +182,7 @@ def test_several_processes_add_up_in_multi_process_mode(tmp_path: Path) -> None:
 
 def test_the_fair_pools_waits_are_measured() -> None:
     """One worker, two jobs: the second waits for the first (0.2 s), and both waits are observed."""
-    from threadwise.bot.pool import Activity, FairPool
+    from threadwise.chat.pool import Activity, FairPool
 
     before = _exposed()
     pool = FairPool(max_workers=1, name="wait-test", activity=Activity())

@@ -19,11 +19,11 @@ from typing import Any
 import pytest
 
 from tests.support.shared_confluence_cli import SharedConfluenceCli
-from threadwise.bot.home import space_line
 from threadwise.connectors.confluence_permissions import Directory, PermissionReader
 from threadwise.connectors.confluence_rest import ConfluenceSettings, RestSession
 from threadwise.permissions import Asker
 from threadwise.settings import load_settings
+from threadwise.slack.home import space_line
 from threadwise.wiring import Threadwise
 
 PAT = "dc-pat"

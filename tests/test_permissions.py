@@ -15,10 +15,10 @@ import pytest
 
 from tests.support.fake_confluence import FakeConfluence, tree_wiki
 from tests.support.sync_env import SyncEnv, make_env
-from threadwise.bot.home import space_line
 from threadwise.cli import main
 from threadwise.connectors.scope import SpaceScope
 from threadwise.settings import load_settings
+from threadwise.slack.home import space_line
 
 DOCS = SpaceScope.of("DOCS")
 ON_CALL = "The on-call engineer answers pages within 15 minutes."

@@ -18,7 +18,7 @@ import pytest
 
 from tests.support.cli import threadwise_cli
 from tests.support.fake_model_server import FakeModelServer
-from threadwise.bot.home import home_view
+from threadwise.slack.home import home_view
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -64,10 +64,10 @@ def test_a_password_in_confluence_url_reaches_no_output_store_or_admin_view(tmp_
     from tests.support.fake_confluence import FakeConfluence
     from tests.support.fake_confluence_pages import tree_wiki
     from tests.support.sync_env import make_env
-    from threadwise.bot.admin_commands import AdminCommands
-    from threadwise.bot.home import home_view
-    from threadwise.bot.teams_admin import TeamsAdmins, make_commands, run_command
     from threadwise.connectors.scope import SpaceScope
+    from threadwise.slack.admin_commands import AdminCommands
+    from threadwise.slack.home import home_view
+    from threadwise.teams.admin import TeamsAdmins, make_commands, run_command
 
     secret = "hunter2-s3cret"
     data = tmp_path / "data"

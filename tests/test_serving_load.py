@@ -19,7 +19,7 @@ from tests.support.cli import threadwise_cli
 from tests.support.fake_slack import FakeSlack
 from tests.support.slack_events import SlackSender
 from tests.support.slack_world import SIGNING_SECRET, World, build_world, running_bot
-from threadwise.bot.pool import Activity, FairPool
+from threadwise.chat.pool import Activity, FairPool
 from threadwise.connectors.files import SAMPLE_WIKI_DIR
 
 ROOT = Path(__file__).resolve().parents[1]

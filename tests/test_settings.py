@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from threadwise.bot.slack_settings import SlackSettings
-from threadwise.bot.teams_settings import TeamsSettings
 from threadwise.connectors.confluence_rest import ConfluenceSettings
 from threadwise.settings import env_flag, env_list, load_settings
+from threadwise.slack.settings import SlackSettings
+from threadwise.teams.settings import TeamsSettings
 
 
 @pytest.mark.parametrize(

@@ -11,12 +11,12 @@ from hypothesis import strategies as st
 from slack_sdk.models.blocks import Block
 
 from tests.support.fake_slack import FakeSlack
-from threadwise.bot import blocks
-from threadwise.bot.doctor import all_ok, render, slack_checks
-from threadwise.bot.mrkdwn import SECTION_LIMIT, link, markdown_to_mrkdwn, plain_question, split_mrkdwn
-from threadwise.bot.slack_actions import COMMAND
-from threadwise.bot.slack_settings import BOT_EVENTS, BOT_SCOPES, SlackSettings
-from threadwise.conversations import SourceView, TurnView
+from threadwise.chat.conversations import SourceView, TurnView
+from threadwise.slack import blocks
+from threadwise.slack.actions import COMMAND
+from threadwise.slack.doctor import all_ok, render, slack_checks
+from threadwise.slack.mrkdwn import SECTION_LIMIT, link, markdown_to_mrkdwn, plain_question, split_mrkdwn
+from threadwise.slack.settings import BOT_EVENTS, BOT_SCOPES, SlackSettings
 
 
 def source(

@@ -19,9 +19,9 @@ from tests.support.llm import chat_for
 from tests.support.slack_events import find_action
 from tests.support.slack_world import Running, World, build_world, running_bot
 from tests.test_slack_vendor_shapes import LAPTOP, fixture, new_ts, ours
-from threadwise.bot.question import EXTERNAL
 from threadwise.core.answer.llm import LLMAnswerer
 from threadwise.index.store import EvidenceIndex
+from threadwise.slack.question import EXTERNAL
 
 CHANNEL, ASKER, PRESSER, OTHER_ORG = "CSHARED", "U061F7AUR", "U0CA5", "T_SOURCE"
 

@@ -17,11 +17,11 @@ from typing import Any
 import pytest
 
 from tests.support.slack_world import SIGNING_SECRET, World
-from threadwise.bot.http_server import HttpServer
-from threadwise.bot.question import EXTERNAL
-from threadwise.bot.slack_app import SlackBot
-from threadwise.bot.slack_settings import SlackSettings
 from threadwise.reports.service import GapReports
+from threadwise.slack.app import SlackBot
+from threadwise.slack.http_server import HttpServer
+from threadwise.slack.question import EXTERNAL
+from threadwise.slack.settings import SlackSettings
 
 TOKEN = "xoxb-shared-fake"
 LAPTOP = "how do I request a new laptop?"

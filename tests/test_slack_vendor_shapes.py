@@ -21,8 +21,8 @@ import pytest
 from tests.support.fake_slack import FakeSlack
 from tests.support.slack_events import find_action
 from tests.support.slack_world import ADMIN, Running, World, running_bot
-from threadwise.bot.http_server import HttpLimits
-from threadwise.bot.question import EXTERNAL, of_another_organisation
+from threadwise.slack.http_server import HttpLimits
+from threadwise.slack.question import EXTERNAL, of_another_organisation
 
 FIXTURES = Path(__file__).parent / "fixtures" / "slack"
 LAPTOP = "how do I request a new laptop?"

@@ -20,14 +20,14 @@ from tests.support.fake_socket_mode import FakeSocketMode
 from tests.support.replica import claim_store
 from tests.support.slack_events import event_body
 from tests.support.slack_world import Replica, World, build_world
-from threadwise.bot.question import PLATFORM
-from threadwise.bot.slack_app import SlackBot
-from threadwise.bot.slack_handover import keep_socket_event
-from threadwise.bot.slack_settings import SlackSettings
-from threadwise.bot.slack_socket import socket_mode_handler
+from threadwise.chat.handover import ClaimKeeper
 from threadwise.db.claims import ClaimStore
-from threadwise.handover import ClaimKeeper
 from threadwise.index.store import EvidenceIndex
+from threadwise.slack.app import SlackBot
+from threadwise.slack.handover import keep_socket_event
+from threadwise.slack.question import PLATFORM
+from threadwise.slack.settings import SlackSettings
+from threadwise.slack.socket_mode import socket_mode_handler
 
 LAPTOP = "<@UBOT> how do I request a new laptop?"
 

@@ -6,13 +6,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from tests.support.views import source_view, turn_citing
+from threadwise.chat.conversations import ConversationService, SourceView
+from threadwise.chat.turn_views import PageAge, SourceLine, modified_at, page_lines
 from threadwise.cli.qa_cmds import render_turn
 from threadwise.connectors.files import SAMPLE_WIKI_DIR, load_pages
-from threadwise.conversations import ConversationService, SourceView
 from threadwise.db.conversations import ThreadKey
 from threadwise.index.indexer import index_pages
 from threadwise.settings import load_settings
-from threadwise.turn_views import PageAge, SourceLine, modified_at, page_lines
 from threadwise.wiring import Threadwise
 
 NOW = datetime(2026, 11, 27, 12, 0, tzinfo=UTC)

@@ -30,12 +30,12 @@ from tests.support.teams_activities import (
 )
 from tests.support.teams_world import APP_ID, OUTGOING_TOKEN, RunningTeams, running_teams
 from tests.support.views import source_view, turn_citing
-from threadwise.bot import teams_cards as cards
-from threadwise.bot.teams_settings import TeamsSettings
 from threadwise.core.answer.llm import LLMAnswerer
 from threadwise.core.attribute.explanation import ClusterAttribution, SourceRef
 from threadwise.db.conversations import ThreadKey
 from threadwise.index.store import EvidenceIndex
+from threadwise.teams import cards
+from threadwise.teams.settings import TeamsSettings
 
 LAPTOP = "how do I request a new laptop?"
 
@@ -172,8 +172,8 @@ def test_a_redelivered_activity_is_answered_once(run: RunningTeams) -> None:
 def test_malformed_and_unknown_activities_are_ignored_and_logged(
     run: RunningTeams, caplog: pytest.LogCaptureFixture
 ) -> None:
-    caplog.set_level("INFO", logger="threadwise.bot.teams_app")
-    caplog.set_level("INFO", logger="threadwise.bot.teams_activity")
+    caplog.set_level("INFO", logger="threadwise.teams.app")
+    caplog.set_level("INFO", logger="threadwise.teams.activity")
     assert run.send.post("this is not json").status_code == 400
     assert run.send.post("[1, 2]").status_code == 400
     assert run.send.post({"type": "no-such-type", "id": "1"}).status_code == 400
@@ -456,5 +456,5 @@ def test_teams_cards_borrow_nothing_from_slack() -> None:
             names.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and node.module:
             names.update(f"{node.module}.{alias.name}" for alias in node.names)
-    assert "threadwise.turn_views.page_lines" in names
+    assert "threadwise.chat.turn_views.page_lines" in names
     assert [n for n in names if "slack" in n or ".blocks" in n or ".mrkdwn" in n] == []

@@ -16,11 +16,11 @@ from tests.support.replica import claim_store, dying_replica
 from tests.support.slack_world import Replica, build_world, replica_worlds, survivor_world
 from tests.support.teams_activities import CHANNEL, PERSONAL, TENANT, TeamsSender
 from tests.support.teams_world import APP_ID, running_teams
-from threadwise.bot.teams_activity import activity_key, place_of
-from threadwise.bot.teams_handover import resume_payload
+from threadwise.chat.handover import INTERRUPTED
 from threadwise.db.conversations import ThreadKey
-from threadwise.handover import INTERRUPTED
 from threadwise.index.store import EvidenceIndex
+from threadwise.teams.activity import activity_key, place_of
+from threadwise.teams.handover import resume_payload
 
 LAPTOP = "how do I request a new laptop?"
 

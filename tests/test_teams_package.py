@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from threadwise.bot.teams_doctor import teams_checks
-from threadwise.bot.teams_settings import TeamsSettings
 from threadwise.cli import main
+from threadwise.teams.doctor import teams_checks
+from threadwise.teams.settings import TeamsSettings
 
 APP_ID = "11111111-2222-3333-4444-555555555555"
 TENANT_ID = "aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee"

@@ -23,8 +23,8 @@ from tests.support.slack_world import World
 from tests.support.teams_activities import ALICE
 from tests.support.teams_world import RunningTeams, running_teams, serving_teams
 from tests.test_teams_bot import LAPTOP, explain_action, messages, sent_id, wait_messages
+from threadwise.chat.pressed import NOT_HERE
 from threadwise.db.conversations import ThreadKey
-from threadwise.pressed import NOT_HERE
 
 FIXTURES = Path(__file__).parent / "fixtures" / "bot_framework"
 MESSAGE_JSON = "application/vnd.microsoft.activity.message"

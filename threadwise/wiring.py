@@ -17,14 +17,14 @@ if TYPE_CHECKING:  # the types only: these modules load late, when a command fir
     from sqlalchemy import Engine
     from sqlalchemy.orm import Session, sessionmaker
 
+    from threadwise.chat.conversations import ConversationService
+    from threadwise.chat.handover import ClaimKeeper
     from threadwise.connectors.confluence import ConfluenceClient
-    from threadwise.conversations import ConversationService
     from threadwise.core.pipeline import Pipeline
     from threadwise.core.protocols import Answerer, Embedder, QuestionCompleter, Reranker
     from threadwise.core.retrieve.retriever import Retriever
     from threadwise.db.conversations import ConversationStore
     from threadwise.db.leases import Leases
-    from threadwise.handover import ClaimKeeper
     from threadwise.index.store import EvidenceIndex
     from threadwise.models.llm_settings import LLMSettings
     from threadwise.permissions import PermissionService
@@ -252,8 +252,8 @@ class Threadwise:
     @cached_property
     def claims(self) -> ClaimKeeper:
         """Questions in progress, kept in the database for another replica to finish if this one dies."""
+        from threadwise.chat.handover import ClaimKeeper
         from threadwise.db.claims import ClaimStore
-        from threadwise.handover import ClaimKeeper
 
         return ClaimKeeper(
             store=ClaimStore(sessions=self.sessions), replica=self.replica_id, ttl_s=self.lease_ttl_s
@@ -267,8 +267,8 @@ class Threadwise:
 
     @cached_property
     def conversations(self) -> ConversationService:
-        from threadwise.conversations import ConversationService
-        from threadwise.turn_views import PageAge
+        from threadwise.chat.conversations import ConversationService
+        from threadwise.chat.turn_views import PageAge
 
         return ConversationService(
             pipeline=self.pipeline,

@@ -36,7 +36,7 @@ from slack_sdk.errors import SlackObjectFormationError
 from slack_sdk.models.blocks import Block
 from slack_sdk.models.views import View
 
-from threadwise.bot.slack_settings import BOT_SCOPES
+from threadwise.slack.settings import BOT_SCOPES
 
 MAX_MESSAGE_BLOCKS = 50
 _JSON_PARAMS = ("blocks", "view", "attachments", "metadata", "files")

@@ -17,16 +17,16 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from tests.support.slack_world import SIGNING_SECRET, Replica, build_world
-from threadwise.bot.http_server import HttpServer
-from threadwise.bot.slack_app import SlackBot
-from threadwise.bot.slack_settings import SlackSettings
-from threadwise.bot.teams_app import TeamsBot
-from threadwise.bot.teams_serve import TeamsServer
-from threadwise.bot.teams_settings import TeamsSettings
 from threadwise.core.types import Answer, Evidence
 from threadwise.db.base import make_engine, make_sessions
 from threadwise.db.claims import ClaimStore
 from threadwise.db.schema import upgrade
+from threadwise.slack.app import SlackBot
+from threadwise.slack.http_server import HttpServer
+from threadwise.slack.settings import SlackSettings
+from threadwise.teams.app import TeamsBot
+from threadwise.teams.serve import TeamsServer
+from threadwise.teams.settings import TeamsSettings
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 

@@ -13,10 +13,8 @@ from typing import Any
 
 from tests.support.fake_slack import FakeSlack
 from tests.support.slack_events import SlackSender
-from threadwise.bot.http_server import HttpLimits, HttpServer
-from threadwise.bot.slack_app import SlackBot
-from threadwise.bot.slack_settings import SlackSettings
-from threadwise.conversations import ConversationService
+from threadwise.chat.conversations import ConversationService
+from threadwise.chat.handover import ClaimKeeper
 from threadwise.core.answer.extractive import ExtractiveAnswerer
 from threadwise.core.complete.history import HistoryCompleter
 from threadwise.core.pipeline import Pipeline
@@ -27,10 +25,12 @@ from threadwise.db.base import make_engine, make_sessions
 from threadwise.db.claims import ClaimStore
 from threadwise.db.conversations import ConversationStore
 from threadwise.db.schema import upgrade
-from threadwise.handover import ClaimKeeper
 from threadwise.index.indexer import index_pages
 from threadwise.index.store import EvidenceIndex
 from threadwise.models.embedders import HashingEmbedder
+from threadwise.slack.app import SlackBot
+from threadwise.slack.http_server import HttpLimits, HttpServer
+from threadwise.slack.settings import SlackSettings
 from threadwise.sync.admin import AdminService
 
 SIGNING_SECRET = "8f742231b10e8888abcd99yyyzzz85a5"

@@ -17,10 +17,10 @@ import jwt
 from tests.support.fake_bot_connector import FakeBotConnector
 from tests.support.slack_world import World
 from tests.support.teams_activities import ADMIN, BOT_ID, TeamsSender
-from threadwise.bot.teams_app import TeamsBot
-from threadwise.bot.teams_serve import TeamsServer
-from threadwise.bot.teams_settings import TeamsSettings
 from threadwise.reports.service import GapReports
+from threadwise.teams.app import TeamsBot
+from threadwise.teams.serve import TeamsServer
+from threadwise.teams.settings import TeamsSettings
 
 APP_ID = BOT_ID.removeprefix("28:")
 # what the local token provider hands the SDK for its calls to the connector (the SDK reads it as a JWT)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from threadwise.turn_views import SourceView, TurnView
+from threadwise.chat.turn_views import SourceView, TurnView
 
 
 def source_view(

@@ -18,7 +18,7 @@ from threadwise.core.types import NOT_FOUND_PLAIN
 from threadwise.wiring import Threadwise
 
 if TYPE_CHECKING:
-    from threadwise.conversations import TurnView
+    from threadwise.chat.conversations import TurnView
     from threadwise.db.conversations import ThreadKey
     from threadwise.index.indexer import IndexReport
 
@@ -163,9 +163,9 @@ CHAT_HINT = "/explain, /trace, /new, /quit"
 def render_turn(view: TurnView, *, hint: str) -> str:
     """The answer (citations as "[1]", like the source list), then its sources grouped by page (cited pages
     first, then the other pages retrieved), then `hint`: what to do next in this command."""
-    from threadwise.conversations import page_groups
+    from threadwise.chat.conversations import page_groups
+    from threadwise.chat.turn_views import page_lines
     from threadwise.core.answer.citations import rewrite_citations
-    from threadwise.turn_views import page_lines
 
     groups = page_groups(view.sources)
     cited_pages = {s.page_id for s in view.cited_sources}

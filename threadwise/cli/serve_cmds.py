@@ -10,15 +10,15 @@ import argparse
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from threadwise.bot.teams_settings import TeamsSettings
 from threadwise.cli.errors import print_error
 from threadwise.errors import ThreadwiseError
+from threadwise.teams.settings import TeamsSettings
 from threadwise.wiring import Threadwise
 
 if TYPE_CHECKING:
-    from threadwise.bot.doctor import Check
-    from threadwise.bot.slack_app import SlackBot
-    from threadwise.bot.slack_settings import SlackSettings
+    from threadwise.slack.app import SlackBot
+    from threadwise.slack.doctor import Check
+    from threadwise.slack.settings import SlackSettings
     from threadwise.sync.scheduler import SyncScheduler
 
 Build = Callable[[], Threadwise]
@@ -45,7 +45,7 @@ def register(subparsers: Any, build: Build) -> None:
         "--host", default="0.0.0.0", help="address to listen on with --http and --teams (default 0.0.0.0)"
     )
     p.add_argument("--no-sync", action="store_true", help="do not run the sync scheduler in this process")
-    # exit_at_once: once drained (bot/serve.py's DRAIN_S), answers still running are another replica's to finish
+    # exit_at_once: once drained (slack/serve.py's DRAIN_S), answers still running are another replica's to finish
     p.set_defaults(func=lambda args: _serve(build(), args), exit_at_once=True)
 
     p = subparsers.add_parser(
@@ -61,8 +61,8 @@ def register(subparsers: Any, build: Build) -> None:
 def _serve(tw: Threadwise, args: argparse.Namespace) -> int:
     from urllib.error import URLError
 
-    from threadwise.bot.serve import require_tokens
-    from threadwise.bot.slack_settings import SlackSettings
+    from threadwise.slack.serve import require_tokens
+    from threadwise.slack.settings import SlackSettings
 
     settings = SlackSettings.from_env(tw.settings.env)
     teams = TeamsSettings.from_env(tw.settings.env)
@@ -96,8 +96,8 @@ def _run_front_ends(
     with_slack: bool,
     with_teams: bool,
 ) -> None:
-    from threadwise.bot.serve import serve
     from threadwise.cli.data_cmds import start_daily_purge
+    from threadwise.slack.serve import serve
 
     start_daily_purge(tw)  # THREADWISE_RETENTION_DAYS (default 90)
     scheduler = None if args.no_sync else tw.scheduler
@@ -108,7 +108,7 @@ def _run_front_ends(
         bot = _slack_bot(tw, settings, scheduler)
         serve(bot, http_port=args.http, host=args.host, scheduler=scheduler, warm_up=tw.warm_up)
         return
-    from threadwise.bot.teams_serve import serve_teams
+    from threadwise.teams.serve import serve_teams
 
     digests = scheduler.digests if scheduler is not None else None
     with serve_teams(tw, teams, host=args.host, port=args.teams or 3978, warm_up=tw.warm_up, digests=digests):
@@ -116,14 +116,14 @@ def _run_front_ends(
             bot = _slack_bot(tw, settings, scheduler)
             serve(bot, http_port=args.http, host=args.host, scheduler=scheduler)
         else:
-            from threadwise.bot.teams_serve import run_until_stopped
+            from threadwise.teams.serve import run_until_stopped
 
             run_until_stopped(scheduler)
 
 
 def _slack_bot(tw: Threadwise, settings: SlackSettings, scheduler: SyncScheduler | None) -> SlackBot:
     """The Slack bot, with the admins' knowledge gaps; its weekly digest joins the scheduler."""
-    from threadwise.bot.slack_app import build_slack_bot
+    from threadwise.slack.app import build_slack_bot
 
     bot = build_slack_bot(
         conversations=tw.conversations, admin=tw.admin, settings=settings, gap_reports=tw.gap_reports
@@ -134,9 +134,9 @@ def _slack_bot(tw: Threadwise, settings: SlackSettings, scheduler: SyncScheduler
 
 
 def _doctor(tw: Threadwise, args: argparse.Namespace) -> int:
-    from threadwise.bot.doctor import Check, all_ok, render, run_check, slack_checks
-    from threadwise.bot.slack_settings import SlackSettings
     from threadwise.cli.backend_checks import backend_checks
+    from threadwise.slack.doctor import Check, all_ok, render, run_check, slack_checks
+    from threadwise.slack.settings import SlackSettings
 
     slack, teams = SlackSettings.from_env(tw.settings.env), TeamsSettings.from_env(tw.settings.env)
     if slack.bot_token or not teams.configured:
@@ -144,7 +144,7 @@ def _doctor(tw: Threadwise, args: argparse.Namespace) -> int:
     else:
         checks = [Check("Slack", True, "not configured (Teams only)", skipped=True)]
     if teams.configured or not slack.bot_token:
-        from threadwise.bot.teams_doctor import teams_checks
+        from threadwise.teams.doctor import teams_checks
 
         checks.extend(teams_checks(teams))
     checks.append(_confluence_check(tw))
@@ -160,7 +160,7 @@ def _doctor(tw: Threadwise, args: argparse.Namespace) -> int:
 
 
 def _confluence_check(tw: Threadwise) -> Check:
-    from threadwise.bot.doctor import Check, run_check
+    from threadwise.slack.doctor import Check, run_check
 
     try:
         client = tw.confluence
@@ -191,7 +191,7 @@ def _confluence_check(tw: Threadwise) -> Check:
 
 
 def _permissions_check(tw: Threadwise) -> Check:
-    from threadwise.bot.doctor import Check
+    from threadwise.slack.doctor import Check
 
     if tw.settings.permissions == "off":
         return Check(
@@ -215,9 +215,9 @@ def _permissions_check(tw: Threadwise) -> Check:
 def _per_user_check(tw: Threadwise) -> Check:
     """per-user: what channels get, how chat users are matched to Confluence accounts, and what an unmapped
     person may read (the fallback), so an admin sees which applies."""
-    from threadwise.bot.doctor import Check
     from threadwise.permissions.email_map import SETTING
     from threadwise.permissions.service import FALLBACK
+    from threadwise.slack.doctor import Check
 
     permissions = tw.permissions
     unmapped, mapping = permissions.unmapped_users(), permissions.mapping()
@@ -247,8 +247,8 @@ def _per_user_check(tw: Threadwise) -> Check:
 
 
 def _llm_checks(tw: Threadwise) -> list[Check]:
-    from threadwise.bot.doctor import Check, run_check
     from threadwise.models.llm_settings import make_chat
+    from threadwise.slack.doctor import Check, run_check
 
     roles = tw.llm
     if roles is None:

@@ -28,8 +28,8 @@ def register(subparsers: Any, build: Build) -> None:
 
 
 def _package(tw: Threadwise, args: argparse.Namespace) -> int:
-    from threadwise.bot.teams_package import domain_of, package
-    from threadwise.bot.teams_settings import TeamsSettings
+    from threadwise.teams.package import domain_of, package
+    from threadwise.teams.settings import TeamsSettings
 
     settings = TeamsSettings.from_env(tw.settings.env)
     hosts = [*args.domain, *tw.settings.get("THREADWISE_TEAMS_DOMAIN").split(",")]

@@ -84,7 +84,7 @@ class ProcessedEventRow(Base):
 
     A question being answered also records who answers it (`holder`, a replica) and until when that replica
     vouches for it (`lease_until`, renewed while it works; NULL once answered), and what another replica needs
-    to answer it in its place (`payload`): db/claims.py, threadwise/handover.py.
+    to answer it in its place (`payload`): db/claims.py, threadwise/chat/handover.py.
     """
 
     __tablename__ = "processed_events"
