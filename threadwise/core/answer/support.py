@@ -19,6 +19,7 @@ import re
 from collections.abc import Collection, Iterable, Sequence
 from typing import Protocol, runtime_checkable
 
+from threadwise.core.answer.names import german_names, numbered_names
 from threadwise.core.language import evidence_is_german, is_german
 from threadwise.core.retrieve.tokenize import STOPWORDS, tokenize
 from threadwise.core.types import NOT_FOUND_PLAIN, NOT_FOUND_PLAIN_DE, Answer, Evidence, Hit
@@ -30,9 +31,12 @@ _KEY = re.compile(r"\b(?:[\w.\-]*\d[\w.\-]*|[A-Z][A-Z0-9]+|\w*[a-z][A-Z]\w*)\b",
 _ISSUE_KEY = re.compile(r"[A-Za-z][A-Za-z0-9]*-\d+")  # kept whole, as BM25 keeps it
 _WORD = re.compile(r"\b[^\W\d_][\w\-']*", re.UNICODE)
 _RAW = re.compile(r"\w+", re.UNICODE)
+_LINK = re.compile(r"https?://\S+")
 # 2016-08-18, 8/18/16: written in as many ways as there are people (with dots, "1.9.12" is a version)
 _DATE = re.compile(r"\d{1,4}[/-]\d{1,2}[/-]\d{1,4}")
 # words that ask rather than say what about: they never need to be found in the answer
+# on a page, what may stand for a numbered name's name: "Version 6" names "OpenXT 6" on an OpenXT wiki
+_RELEASE = frozenset("version versions release releases stable".split())
 _ASKING = frozenset(
     """what which who whom whose when where why how many much long often does did do is are was were can could
     should would will may might must shall please tell me know anyone any there here get got give given use used
@@ -70,6 +74,16 @@ def key_terms(question: str) -> list[str]:
     return list(dict.fromkeys(t for t in terms if t and any(c.isalnum() for c in t)))
 
 
+def required_terms(question: str) -> list[str]:
+    """What the evidences must mention for the question to be answerable: its key terms, its numbered names
+    ("Windows 11": the name just before the number), and in a German question the names that its capitals
+    alone do not tell ("in Tokio", "Discord-Server"; `names.py`)."""
+    terms = key_terms(question) + numbered_names(question)
+    if is_german(question):
+        terms += german_names(question)
+    return list(dict.fromkeys(terms))
+
+
 def content_terms(question: str) -> list[str]:
     """The question's words that say what it is about (stemmed, no stop or asking words)."""
     words = [w for w in _WORD.findall(question) if w.lower() not in _ASKING]
@@ -85,6 +99,7 @@ def missing_terms(terms: Iterable[str], texts: Iterable[str]) -> list[str]:
     words: set[str] = set()
     flat: list[str] = []
     for text in texts:
+        text = _LINK.sub(" ", text)
         tokens.update(tokenize(text))
         words.update(w.lower() for w in _RAW.findall(text))
         flat.append(_flat(text))
@@ -98,6 +113,9 @@ def _flat(text: str) -> str:
 
 
 def _mentioned(term: str, tokens: set[str], words: set[str], joined: str) -> bool:
+    name, _, number = term.rpartition(" ")
+    if name.isalpha() and (number[:1].isdigit() or (len(number) == 1 and number.isupper())):
+        return _number_named(name, number, joined)
     if any(c.isdigit() for c in term):
         return re.search(" " + re.escape(_flat(term).strip()) + "(?![0-9])", joined) is not None
     parts = term.replace("-", " ").split() if " " in term else [term]
@@ -118,6 +136,24 @@ def _mentioned(term: str, tokens: set[str], words: set[str], joined: str) -> boo
     return allowed > 0 and any(
         abs(len(w) - len(low)) <= allowed and w[0] == low[0] and _within(low, w, allowed) for w in words
     )
+
+
+def _number_named(name: str, number: str, joined: str) -> bool:
+    """Whether the number stands somewhere with the name among the three words before it and no other number
+    between them ("Dell OptiPlex 7040" names "Optiplex 7040", "OpenXT 9.0.2" names "OXT 9.0.2"), or right
+    after a release word ("Version 6" in a page's title names "OpenXT 6" on an OpenXT wiki)."""
+    end = "(?![0-9])" if number[:1].isdigit() else r"(?!\w)"
+    for match in re.finditer(" " + re.escape(number.lower()) + end, joined):
+        before = joined[: match.start()].split()[-3:]
+        while any(c.isdigit() for c in " ".join(before)):  # "Windows 10 with 11" does not name Windows 11
+            before = before[1:]
+        if before and before[-1] in _RELEASE:
+            return True
+        if before and _mentioned(
+            name, set(tokenize(" ".join(before))), set(before), " " + " ".join(before) + " "
+        ):
+            return True
+    return False
 
 
 def _within(a: str, b: str, limit: int) -> bool:
@@ -174,7 +210,7 @@ def supported(
     """Whether every key term of the question is in some evidence, and (same language) the pages of the
     `quoted` evidences hold `min_coverage` of its content words. Key terms are looked up in all evidences:
     in the quoted pages alone, 7-8 % of the dev split's answerable questions missed one (README)."""
-    if missing_terms(key_terms(question), [e.context_text for e in evidences]):
+    if missing_terms(required_terms(question), [e.context_text for e in evidences]):
         return False
     texts = [t for k in sorted(quoted) for t in page_texts(evidences, k)]
     german = {evidence_is_german(evidences[k]) for k in quoted}
@@ -186,7 +222,7 @@ def clearly_unsupported(question: str, evidences: Sequence[Evidence], *, min_cov
     """Whether no answer can come from these evidences: one of the question's key terms is in none of them,
     or (words matching, same language) they hold less than `min_coverage` of its content words."""
     texts = [e.context_text for e in evidences]
-    if not texts or missing_terms(key_terms(question), texts):
+    if not texts or missing_terms(required_terms(question), texts):
         return True
     german = {evidence_is_german(e) for e in evidences}
     language = german.pop() if len(german) == 1 else None
@@ -204,5 +240,6 @@ __all__ = [
     "not_found_answer",
     "page_texts",
     "rankings_agree",
+    "required_terms",
     "supported",
 ]

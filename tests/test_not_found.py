@@ -1,0 +1,78 @@
+"""What a question names that the evidences must mention (issue 28): numbered names, and the names of a German
+question that its capitals alone do not tell (core/answer/names.py, support.required_terms)."""
+
+from __future__ import annotations
+
+import pytest
+
+from threadwise.core.answer.names import german_names, looks_german, numbered_names
+from threadwise.core.answer.support import missing_terms, required_terms
+
+
+def test_a_name_with_a_number_or_model_letter_is_one_term() -> None:
+    assert numbered_names("Which Debian 12 packages does QEMU 7.2 need on the OEM Model Z?") == [
+        "Debian 12",
+        "QEMU 7.2",
+        "Model Z",
+    ]
+    assert numbered_names("Hat der Dell Optiplex 7060 die OpenXT 7.0-Hardwaretests bestanden?") == [
+        "Optiplex 7060",
+        "OpenXT 7.0",
+    ]
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "What changed in version 9.0 and on page 3?",  # counting words number things, they do not name them
+        "Was steht in Version 8.0.1 auf Seite 3?",
+        "What was decided on March 14?",  # a date
+        "Who spoke at the Xen Summit 2013?",  # a year
+        "Was the memory 8G in 5x runs with 64-Bit guests?",  # a quantity, not a name's number
+        "Windows 11: is it supported?",  # the question's first word starts the sentence
+    ],
+)
+def test_counting_words_dates_years_and_quantities_are_no_numbered_names(question: str) -> None:
+    assert numbered_names(question) == []
+
+
+def test_a_numbered_name_needs_its_name_just_before_the_number() -> None:
+    page = "Tested on Windows 10 with 11 drivers; OpenXT 9.0.2 on the Dell OptiPlex 7040. Row 12 in Table 3"
+    assert missing_terms(["Windows 11", "Optiplex 7040", "OXT 9.0.2", "Debian 12", "Model Z"], [page]) == [
+        "Windows 11",
+        "Debian 12",
+        "Model Z",
+    ]
+    assert missing_terms(["OpenXT 6"], ["Building - Version 6 and Later"]) == []  # the release stands for it
+    assert missing_terms(["Model N"], ["Vendor: OEM; Model: Model N"]) == []
+
+
+def test_a_german_name_is_told_by_where_it_stands() -> None:
+    assert german_names("Wann fand das Planungstreffen in Tokio statt?") == ["Tokio"]  # no article
+    assert german_names("Gibt es einen Discord-Server für die OpenXT-Community?") == ["Discord", "OpenXT"]
+    assert german_names("Wie viele Posten stehen in der Satzung (bylaws)?") == ["bylaws"]  # the page's word
+    assert german_names("Welche Tests liefen auf dem Dell Optiplex im Labor?") == ["Dell Optiplex"]  # a run
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "Was sollte eine Neuversiegelung in Bezug auf TPM-PCR-Werte auslösen?",  # German nouns, not names
+        "Wozu kann der Gast-Ruhezustand unter Umständen führen?",
+        "Welche Optionen wurden für die Konfiguration mit Erweiterungen genannt?",
+        "Welche Generationen wurden während der OpenXT 7.0-Hardwaretests getestet?",
+    ],
+)
+def test_german_nouns_are_no_names(question: str) -> None:
+    assert german_names(question) == []
+
+
+def test_german_looking_words() -> None:
+    assert all(looks_german(w) for w in ("Bezug", "Konfiguration", "Gäste", "Schutz", "Seite", "Werte"))
+    assert not any(looks_german(w) for w in ("Tokio", "Scarthgap", "Discord", "Kubernetes", "Pivot"))
+
+
+def test_required_terms_add_numbered_and_german_names_to_the_key_terms() -> None:
+    assert required_terms("Welche Debian 12 Pakete braucht man in Tokio?") == ["12", "Debian 12", "Tokio"]
+    english = required_terms("Which Debian 12 packages are needed in Tokyo?")
+    assert english == ["12", "Debian", "Tokyo", "Debian 12"]  # English capitals are key terms already
