@@ -16,8 +16,9 @@ from slack_sdk import WebClient
 from tests.support.fake_bot_connector import FakeBotConnector
 from tests.support.fake_slack import FakeSlack
 from tests.support.teams_activities import ALICE, TeamsSender
+from threadwise.chat.doctor import all_ok, render
 from threadwise.chat.identity import EmailDirectory, identity_ttl_seconds
-from threadwise.slack.doctor import all_ok, render, slack_checks
+from threadwise.slack.doctor import slack_checks
 from threadwise.slack.identity import is_direct_message, slack_directory, slack_email
 from threadwise.slack.settings import BOT_SCOPES, SlackSettings
 from threadwise.teams.activity import place_of

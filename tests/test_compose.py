@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 import yaml
 
+from threadwise.chat.serving import DRAIN_S
 from threadwise.settings import load_settings
-from threadwise.slack.serve import DRAIN_S
 from threadwise.wiring import Threadwise
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -88,3 +88,47 @@ def test_no_import_cycles_between_modules() -> None:
         if name not in state:
             visit(name, [name])
     assert cycles == []
+
+
+FRONT_END_RULES = {
+    # package: the roots it must never import (at any depth: late imports count too)
+    "chat": (
+        "slack_sdk",
+        "slack_bolt",
+        "microsoft_teams",
+        "threadwise.slack",
+        "threadwise.teams",
+        "threadwise.cli",
+    ),
+    "slack": ("microsoft_teams", "threadwise.teams"),
+    "teams": ("slack_sdk", "slack_bolt", "threadwise.slack"),
+}
+
+
+def test_front_ends_are_thin_peers_over_one_chat_layer() -> None:
+    """`threadwise/chat` is the platform-neutral chat layer; `threadwise/slack` and `threadwise/teams` sit beside
+    it and never import each other, and the chat layer imports neither nor their libraries."""
+    offenders = []
+    for package, banned in FRONT_END_RULES.items():
+        for path in sorted((PACKAGE / package).rglob("*.py")):
+            for name in _imports(path, top_level_only=False):
+                if any(name == b or name.startswith(b + ".") for b in banned):
+                    offenders.append(f"{path.relative_to(PACKAGE)} imports {name}")
+    assert offenders == []
+
+
+def test_no_front_end_code_outside_its_folder() -> None:
+    """Only the front ends, the composition root and the CLI import a chat platform's library or a front end."""
+    allowed = {"slack", "teams", "cli"}
+    offenders = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        top = path.relative_to(PACKAGE).parts[0]
+        if top in allowed or path.name == "wiring.py":
+            continue
+        for name in _imports(path, top_level_only=False):
+            root = name.split(".")[0]
+            if root in {"slack_sdk", "slack_bolt", "microsoft_teams"} or name.startswith(
+                ("threadwise.slack", "threadwise.teams")
+            ):
+                offenders.append(f"{path.relative_to(PACKAGE)} imports {name}")
+    assert offenders == []

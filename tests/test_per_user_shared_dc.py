@@ -19,11 +19,12 @@ from typing import Any
 import pytest
 
 from tests.support.shared_confluence_cli import SharedConfluenceCli
+from threadwise.chat.status_text import space_line
 from threadwise.connectors.confluence_permissions import Directory, PermissionReader
 from threadwise.connectors.confluence_rest import ConfluenceSettings, RestSession
 from threadwise.permissions import Asker
 from threadwise.settings import load_settings
-from threadwise.slack.home import space_line
+from threadwise.slack.mrkdwn import SLACK
 from threadwise.wiring import Threadwise
 
 PAT = "dc-pat"
@@ -141,7 +142,7 @@ def test_a_space_whose_permissions_cannot_be_read_is_reported_and_closed(dc: Dat
     assert "could not be read" in fin["permission_error"]
     # the App Home and the Slack admin status say it too
     admin = Threadwise(settings=load_settings(data_dir=dc.data_dir)).admin
-    line = next(space_line(s) for s in admin.status() if s.key == "FIN")
+    line = next(space_line(s, SLACK) for s in admin.status() if s.key == "FIN")
     assert "permissions could not be read: nobody reads it through me" in line
 
 

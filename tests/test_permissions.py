@@ -15,10 +15,11 @@ import pytest
 
 from tests.support.fake_confluence import FakeConfluence, tree_wiki
 from tests.support.sync_env import SyncEnv, make_env
+from threadwise.chat.status_text import space_line
 from threadwise.cli import main
 from threadwise.connectors.scope import SpaceScope
 from threadwise.settings import load_settings
-from threadwise.slack.home import space_line
+from threadwise.slack.mrkdwn import SLACK
 
 DOCS = SpaceScope.of("DOCS")
 ON_CALL = "The on-call engineer answers pages within 15 minutes."
@@ -60,7 +61,7 @@ def test_a_page_restricted_to_a_group_is_never_fetched_nor_stored(env: SyncEnv, 
     assert texts_of(env, "113") == []
     status = {s.key: s for s in env.admin.status()}["DOCS"]
     assert status.restricted_pages == 1 and status.left_out[0].page_id == "113"
-    assert "1 restricted page left out" in space_line(status)  # App Home's count (no titles there)
+    assert "1 restricted page left out" in space_line(status, SLACK)  # App Home's count (no titles there)
 
 
 def test_a_restriction_on_an_ancestor_leaves_out_its_descendants(env: SyncEnv, fake: FakeConfluence) -> None:

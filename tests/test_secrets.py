@@ -65,7 +65,7 @@ def test_a_password_in_confluence_url_reaches_no_output_store_or_admin_view(tmp_
     from tests.support.fake_confluence_pages import tree_wiki
     from tests.support.sync_env import make_env
     from threadwise.connectors.scope import SpaceScope
-    from threadwise.slack.admin_commands import AdminCommands
+    from threadwise.slack.admins import slack_commands
     from threadwise.slack.home import home_view
     from threadwise.teams.admin import TeamsAdmins, make_commands, run_command
 
@@ -106,7 +106,7 @@ def test_a_password_in_confluence_url_reaches_no_output_store_or_admin_view(tmp_
     assert spaces[0].last_run is not None and "HTTP 500" in spaces[0].last_run.error
     shown.append(json.dumps(home_view(spaces=spaces, folders=folders, is_admin=True, feedback={})))
     replies: list[str] = []
-    slack = AdminCommands(admin=service.admin, is_admin=TeamsAdmins(["U1"]))
+    slack = slack_commands(admin=service.admin, is_admin=TeamsAdmins(["U1"]))
     for command in ("status", "spaces"):
         slack.run(command, user="U1", channel="C1", reply=replies.append)
         run_command(

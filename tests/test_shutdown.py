@@ -21,7 +21,7 @@ from tests.support.llm import unused_port
 from tests.support.replica import claim_store
 from tests.support.slack_events import SlackSender
 from tests.support.teams_world import wait_healthy
-from threadwise.slack.serve import DRAIN_S
+from threadwise.chat.serving import DRAIN_S
 
 ROOT = Path(__file__).resolve().parents[1]
 SECRET = "0123456789abcdef0123456789abcdef"

@@ -12,9 +12,10 @@ from slack_sdk.models.blocks import Block
 
 from tests.support.fake_slack import FakeSlack
 from threadwise.chat.conversations import SourceView, TurnView
+from threadwise.chat.doctor import all_ok, render
 from threadwise.slack import blocks
 from threadwise.slack.actions import COMMAND
-from threadwise.slack.doctor import all_ok, render, slack_checks
+from threadwise.slack.doctor import slack_checks
 from threadwise.slack.mrkdwn import SECTION_LIMIT, link, markdown_to_mrkdwn, plain_question, split_mrkdwn
 from threadwise.slack.settings import BOT_EVENTS, BOT_SCOPES, SlackSettings
 

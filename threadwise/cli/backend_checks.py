@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from threadwise.slack.doctor import Check, run_check
+from threadwise.chat.doctor import Check, run_check
 
 if TYPE_CHECKING:
     from threadwise.wiring import Threadwise

@@ -16,8 +16,8 @@ from threadwise.teams.settings import TeamsSettings
 from threadwise.wiring import Threadwise
 
 if TYPE_CHECKING:
+    from threadwise.chat.doctor import Check
     from threadwise.slack.app import SlackBot
-    from threadwise.slack.doctor import Check
     from threadwise.slack.settings import SlackSettings
     from threadwise.sync.scheduler import SyncScheduler
 
@@ -134,8 +134,9 @@ def _slack_bot(tw: Threadwise, settings: SlackSettings, scheduler: SyncScheduler
 
 
 def _doctor(tw: Threadwise, args: argparse.Namespace) -> int:
+    from threadwise.chat.doctor import Check, all_ok, render, run_check
     from threadwise.cli.backend_checks import backend_checks
-    from threadwise.slack.doctor import Check, all_ok, render, run_check, slack_checks
+    from threadwise.slack.doctor import slack_checks
     from threadwise.slack.settings import SlackSettings
 
     slack, teams = SlackSettings.from_env(tw.settings.env), TeamsSettings.from_env(tw.settings.env)
@@ -160,7 +161,7 @@ def _doctor(tw: Threadwise, args: argparse.Namespace) -> int:
 
 
 def _confluence_check(tw: Threadwise) -> Check:
-    from threadwise.slack.doctor import Check, run_check
+    from threadwise.chat.doctor import Check, run_check
 
     try:
         client = tw.confluence
@@ -191,7 +192,7 @@ def _confluence_check(tw: Threadwise) -> Check:
 
 
 def _permissions_check(tw: Threadwise) -> Check:
-    from threadwise.slack.doctor import Check
+    from threadwise.chat.doctor import Check
 
     if tw.settings.permissions == "off":
         return Check(
@@ -215,9 +216,9 @@ def _permissions_check(tw: Threadwise) -> Check:
 def _per_user_check(tw: Threadwise) -> Check:
     """per-user: what channels get, how chat users are matched to Confluence accounts, and what an unmapped
     person may read (the fallback), so an admin sees which applies."""
+    from threadwise.chat.doctor import Check
     from threadwise.permissions.email_map import SETTING
     from threadwise.permissions.service import FALLBACK
-    from threadwise.slack.doctor import Check
 
     permissions = tw.permissions
     unmapped, mapping = permissions.unmapped_users(), permissions.mapping()
@@ -247,8 +248,8 @@ def _per_user_check(tw: Threadwise) -> Check:
 
 
 def _llm_checks(tw: Threadwise) -> list[Check]:
+    from threadwise.chat.doctor import Check, run_check
     from threadwise.models.llm_settings import make_chat
-    from threadwise.slack.doctor import Check, run_check
 
     roles = tw.llm
     if roles is None:

@@ -23,12 +23,13 @@ from typing import Any
 
 from slack_bolt import App
 
+from threadwise.chat.admin_commands import AdminCommands, is_instant
 from threadwise.chat.conversations import ConversationService, TurnView
 from threadwise.chat.pressed import pressed_turn, suggested
 from threadwise.chat.trace_render import render_trace
 from threadwise.db.conversations import ThreadKey
 from threadwise.slack import blocks
-from threadwise.slack.admin_commands import HELP, AdminCommands, is_instant
+from threadwise.slack.admins import HELP
 from threadwise.slack.identity import is_direct_message
 from threadwise.slack.messenger import SlackMessenger
 from threadwise.slack.question import EXTERNAL, PLATFORM, Question

@@ -31,7 +31,7 @@ from threadwise.db.claims import Claim
 from threadwise.reports.service import GapReports
 from threadwise.slack import blocks
 from threadwise.slack.actions import ActionContext, register_actions
-from threadwise.slack.admin_commands import AdminCheck, AdminCommands
+from threadwise.slack.admins import AdminCheck, slack_commands
 from threadwise.slack.gaps import home_blocks, slack_gaps
 from threadwise.slack.gaps import register as register_gaps
 from threadwise.slack.handover import INBOX, inbox_key, placeholder_ref, replay_received, resume_slack
@@ -78,7 +78,7 @@ class SlackBot:
         )
         self.gaps = slack_gaps(self.client, gap_reports, admin.digests)  # None without a report
         extra = self.gaps.commands() if self.gaps else None  # `gaps` and `digest`, for admins
-        self.commands = AdminCommands(admin=admin, is_admin=self.is_admin, extra=extra)
+        self.commands = slack_commands(admin=admin, is_admin=self.is_admin, extra=extra)
         # Bolt runs listeners in `listeners`; they only ack, claim and post the placeholder. The slow work
         # (answers, explanations, syncs) waits its turn in `workers`.
         self.activity = Activity()

@@ -13,11 +13,12 @@ from collections.abc import Sequence
 from typing import Any
 
 from threadwise.chat.conversations import ExplainView, SourceView, TurnView, page_groups
+from threadwise.chat.markup import truncate
 from threadwise.chat.turn_views import WHY_TEXT, WHY_TITLE, page_lines
 from threadwise.core.answer.citations import rewrite_citations, strip_citations
 from threadwise.core.attribute.explanation import ClusterAttribution, Explanation, share_bar
 from threadwise.core.types import NOT_FOUND_PLAIN
-from threadwise.slack.mrkdwn import escape, link, markdown_to_mrkdwn, slack_date, split_mrkdwn, truncate
+from threadwise.slack.mrkdwn import escape, link, markdown_to_mrkdwn, slack_date, split_mrkdwn
 
 Message = dict[str, Any]
 Block = dict[str, Any]

@@ -1,20 +1,15 @@
-"""`threadwise doctor`: check the Slack tokens, Confluence, the LLM endpoint and the index, and say exactly what is wrong.
-
-Each check is a callable that returns a one-line description of what works or raises with what does not;
-Slack's checks are here (auth.test with the bot token, apps.connections.open with the app token), the
-others are handed in by the composition root so this module needs no knowledge of them.
+"""`threadwise doctor`'s Slack checks: auth.test with the bot token (and its scopes), apps.connections.open
+with the app token, the signing secret. The checks themselves and their rendering are `threadwise.chat.doctor`.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 
-from threadwise.redact import redact_credentials
+from threadwise.chat.doctor import Check, run_check
 from threadwise.slack.settings import BOT_SCOPES, SlackSettings
 
 EMAIL_SCOPE = "users:read.email"
@@ -26,24 +21,6 @@ _SLACK_ERRORS = {
     "token_revoked": "the token was revoked; reinstall the app to get a new one",
     "not_allowed_token_type": "this is the wrong kind of token",
 }
-
-
-@dataclass(frozen=True)
-class Check:
-    name: str
-    ok: bool
-    detail: str  # what works, or exactly what is wrong and how to fix it
-    skipped: bool = False
-    warning: bool = False  # works, but the admin should know (e.g. THREADWISE_PERMISSIONS=off)
-
-
-def run_check(name: str, check: Callable[[], str]) -> Check:
-    """Run one check; its exception's message becomes the diagnosis."""
-    try:
-        return Check(name, True, check())
-    except Exception as err:  # a check's failure is the result, not a crash
-        message = str(err) or type(err).__name__
-        return Check(name, False, message)
 
 
 def _slack_error(err: SlackApiError, variable: str) -> str:
@@ -130,17 +107,3 @@ def slack_checks(
         run_check("Slack signing secret", signing_secret) if http else run_check("Slack app token", app_token)
     )
     return checks
-
-
-def render(checks: Iterable[Check]) -> str:
-    """One line per check: ✔ / ✘ / ! (a warning) / – name: detail (credentials inside URLs, e.g. in
-    CONFLUENCE_URL, as ***)."""
-    lines = []
-    for c in checks:
-        mark = "–" if c.skipped else ("✘" if not c.ok else ("!" if c.warning else "✔"))
-        lines.append(f"{mark} {c.name}: {redact_credentials(c.detail)}")
-    return "\n".join(lines)
-
-
-def all_ok(checks: Iterable[Check]) -> bool:
-    return all(c.ok or c.skipped for c in checks)

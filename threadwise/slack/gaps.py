@@ -12,10 +12,11 @@ from typing import Any
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 
+from threadwise.chat.markup import truncate
 from threadwise.reports.service import DEFAULT_DAYS, GapReports
 from threadwise.reports.summary import TOP, Markup, gaps_summary
 from threadwise.slack.blocks import Block, section
-from threadwise.slack.mrkdwn import escape, link, truncate
+from threadwise.slack.mrkdwn import escape, link
 from threadwise.sync.digest import DigestTargets
 
 log = logging.getLogger(__name__)

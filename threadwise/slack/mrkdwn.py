@@ -8,14 +8,38 @@ link or a code fence.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from datetime import datetime
 
+from threadwise.chat.markup import escape
+
 SECTION_LIMIT = 3000
+_ICONS = {"ok": ":white_check_mark:", "warning": ":warning:", "failed": ":x:"}
 
 
-def escape(text: str) -> str:
-    """Escape the three characters Slack reserves for its markup."""
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+@dataclass(frozen=True)
+class SlackMarkup:
+    """mrkdwn, for the chat layer's texts (`threadwise.chat.markup.Markup`)."""
+
+    command: str = "/threadwise"
+
+    def bold(self, text: str) -> str:
+        return f"*{text}*"
+
+    def italic(self, text: str) -> str:
+        return f"_{text}_"
+
+    def date(self, iso: str) -> str:
+        return slack_date(iso)
+
+    def user(self, user_id: str) -> str:
+        return f"<@{user_id}>"
+
+    def icon(self, name: str) -> str:
+        return _ICONS[name]
+
+
+SLACK = SlackMarkup()
 
 
 def link(url: str, label: str) -> str:
@@ -91,22 +115,6 @@ def markdown_to_mrkdwn(markdown: str) -> str:
         text = _STRIKE.sub(lambda m: f"~{m.group(1)}~", text)
         out.append(text)
     return "".join(out)
-
-
-def truncate(text: str, limit: int, *, ellipsis: str = "…") -> str:
-    """`text` cut to `limit` characters at a word boundary if one is near, marked with the ellipsis."""
-    if len(text) <= limit:
-        return text
-    cut = text[: limit - len(ellipsis)]
-    if cut.rfind("<") > cut.rfind(">"):  # never inside a link or a date: drop the cut one whole
-        cut = cut[: cut.rfind("<")]
-    amp = cut.rfind("&")
-    if amp >= 0 and ";" not in cut[amp:] and len(cut) - amp <= 6:  # nor inside an entity (&amp; &lt; &gt;)
-        cut = cut[:amp]
-    space = cut.rfind(" ")
-    if space > limit * 0.6:
-        cut = cut[:space]
-    return cut.rstrip() + ellipsis
 
 
 _LINK_OR_DATE = re.compile(r"<[^<>]*>")

@@ -12,8 +12,8 @@ import logging
 import signal
 import threading
 from collections.abc import Callable
-from typing import Protocol
 
+from threadwise.chat.serving import Scheduler, drain
 from threadwise.slack.app import SlackBot
 from threadwise.slack.http_server import EVENTS_PATH, HttpLimits, HttpServer
 from threadwise.slack.settings import SlackSettings
@@ -21,16 +21,6 @@ from threadwise.slack.settings import SlackSettings
 log = logging.getLogger(__name__)
 
 __all__ = ["EVENTS_PATH", "HttpServer", "serve"]
-
-# On SIGTERM: the HTTP server stops taking requests (up to 10 s for those in flight), then the answers in progress
-# and queued get this long; what is left is handed over (its claim, no longer renewed, lapses to another
-# replica). compose.yaml's stop_grace_period leaves room for both (tests/test_compose.py).
-DRAIN_S = 15.0
-
-
-class Scheduler(Protocol):
-    def start(self) -> None: ...
-    def shutdown(self, *, wait: bool = True) -> None: ...
 
 
 def require_tokens(settings: SlackSettings, *, http_port: int | None) -> None:
@@ -84,19 +74,6 @@ def serve(
         if scheduler is not None:
             scheduler.shutdown(wait=False)
         drain(bot)
-
-
-class Drains(Protocol):
-    def wait_idle(self, timeout: float = ...) -> bool: ...
-    def close(self, *, wait: bool = ...) -> None: ...
-
-
-def drain(bot: Drains) -> None:
-    """Let the answers in progress finish for at most DRAIN_S, then close the bot: what is still open is left to
-    another replica."""
-    if not bot.wait_idle(timeout=DRAIN_S):
-        log.warning("stopping with answers still in progress after %.0f s: left to another replica", DRAIN_S)
-    bot.close(wait=False)
 
 
 def _warm_up(bot: SlackBot, warm_up: Callable[[], None] | None) -> None:

@@ -1,5 +1,5 @@
-"""`@Threadwise admin status|spaces|add KEY|remove KEY|sync [KEY]|channel|everyone|help` in Teams, over the same
-AdminCommands (and so the same AdminService) as `/threadwise` in Slack and the CLI.
+"""`@Threadwise admin status|spaces|add KEY|remove KEY|sync [KEY]|channel|everyone|help` in Teams: the chat
+layer's AdminCommands (and so the same AdminService as `/threadwise` in Slack and the CLI), in Teams Markdown.
 
 Admins are the Entra object ids (the `aadObjectId` Teams sends with every activity) listed in
 THREADWISE_TEAMS_ADMINS; everyone may read, only they may change what is synced.
@@ -8,12 +8,13 @@ THREADWISE_TEAMS_ADMINS; everyone may read, only they may change what is synced.
 from __future__ import annotations
 
 from collections.abc import Callable, Collection
+from dataclasses import dataclass
 from typing import Any
 
-from threadwise.slack.admin_commands import AdminCommands
-from threadwise.slack.home import feedback_blocks
+from threadwise.chat.admin_commands import AdminCommands
+from threadwise.chat.status_text import feedback_lines
+from threadwise.chat.turn_views import page_date
 from threadwise.sync.admin import AdminService
-from threadwise.teams.cards import from_mrkdwn
 
 PREFIX = "admin"
 HELP = (
@@ -32,6 +33,39 @@ HELP = (
     "`admin help` — this list\n"
     "To ask a question, mention me in a channel or write to me in a personal chat."
 )
+
+
+_ICONS = {"ok": "✅", "warning": "⚠️", "failed": "❌"}
+
+
+@dataclass(frozen=True)
+class TeamsMarkup:
+    """Teams Markdown, for the chat layer's texts (`threadwise.chat.markup.Markup`)."""
+
+    command: str = PREFIX
+
+    def bold(self, text: str) -> str:
+        return f"**{text}**"
+
+    def italic(self, text: str) -> str:
+        return f"*{text}*"
+
+    def date(self, iso: str) -> str:
+        return page_date(iso)
+
+    def user(self, user_id: str) -> str:
+        return user_id
+
+    def icon(self, name: str) -> str:
+        return _ICONS[name]
+
+
+TEAMS = TeamsMarkup()
+
+
+def paragraphs(text: str) -> str:
+    """Teams joins single line breaks into one paragraph: each line its own."""
+    return "\n\n".join(text.split("\n"))
 
 
 class TeamsAdmins:
@@ -65,7 +99,9 @@ def admin_command(text: str) -> str | None:
 
 
 def make_commands(admin: AdminService, object_ids: Collection[str]) -> AdminCommands:
-    return AdminCommands(admin=admin, is_admin=TeamsAdmins(object_ids), help_text=HELP, trigger="teams")
+    return AdminCommands(
+        admin=admin, is_admin=TeamsAdmins(object_ids), markup=TEAMS, help_text=HELP, trigger="teams"
+    )
 
 
 def run_command(
@@ -78,8 +114,7 @@ def run_command(
     feedback: Callable[[], dict[str, Any]],
     gaps: Callable[[str], str] | None = None,
 ) -> None:
-    """Run one admin command; its replies (Slack-flavoured text from the shared commands) go out as Teams
-    Markdown through `reply`. `feedback` is the admins' summary, which Slack shows on its Home tab; `gaps`
+    """Run one admin command; its replies go out as Teams Markdown through `reply`. `feedback` is the admins' summary, which Slack shows on its Home tab; `gaps`
     answers `gaps` and `digest …` in Teams Markdown (None: no knowledge-gap report here)."""
     name = command.split()[0].lower() if command.split() else ""
     if name in ADMINS_ONLY:
@@ -89,19 +124,9 @@ def run_command(
             )
             return
         if name == "feedback":
-            reply(from_mrkdwn(feedback_text(feedback())))
+            reply(paragraphs("\n".join(feedback_lines(feedback(), TEAMS))))
             return
         if gaps is not None:
             reply(gaps(command))
             return
-    commands.run(command, user=user, channel=channel, reply=lambda text: reply(from_mrkdwn(text)))
-
-
-def feedback_text(summary: dict[str, Any]) -> str:
-    """The Home tab's feedback section as text."""
-    texts = []
-    for block in feedback_blocks(summary):
-        if "text" in block:
-            texts.append(block["text"]["text"])
-        texts += [e["text"] for e in block.get("elements", []) if "text" in e]
-    return "\n".join(texts)
+    commands.run(command, user=user, channel=channel, reply=lambda text: reply(paragraphs(text)))

@@ -7,13 +7,11 @@ outdated) and an **Explain** button (`Action.Execute`, verb `explain`). Messages
 SDK's builders (`add_ai_generated`, `add_citation`, `add_feedback`); cards are JSON-ready dicts.
 
 Everything is written here from the platform-neutral views (`turn_views`), in Markdown: nothing of Slack's
-rendering is borrowed. Only the admin replies, which the admin service writes in Slack's mrkdwn, are
-turned into Markdown (`from_mrkdwn`).
+rendering is borrowed.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -245,32 +243,3 @@ def explanation_card(turn: TurnView, view: ExplainView) -> Card:
         for paragraph in explanation_text(view).split("\n\n")
     ]
     return card
-
-
-# -- admin replies ------------------------------------------------------------------------------------
-# The admin service (shared with Slack) still writes Slack's mrkdwn; its replies alone are turned into Markdown.
-
-_EMOJI = {
-    ":warning:": "⚠️",
-    ":white_check_mark:": "✅",
-    ":x:": "❌",
-    ":mag:": "🔎",
-    ":information_source:": "ℹ️",
-}
-_SLACK_LINK = re.compile(r"<(https?://[^|<>]+)\|([^<>]+)>")
-_SLACK_DATE = re.compile(r"<!date\^\d+\^[^|]*\|([^>]*)>")
-_SLACK_USER = re.compile(r"<@([A-Za-z0-9._-]+)>")
-_BOLD = re.compile(r"(?<![\w*])\*([^*\n]+)\*(?![\w*])")
-_ITALIC = re.compile(r"(?<![\w_])_([^_\n]+)_(?![\w_])")
-
-
-def from_mrkdwn(text: str) -> str:
-    """The admin service's Slack-flavoured replies as Teams Markdown (bold, italics, links, emoji, dates)."""
-    for code, emoji in _EMOJI.items():
-        text = text.replace(code, emoji)
-    text = _SLACK_DATE.sub(lambda m: m.group(1), text)
-    text = _SLACK_LINK.sub(lambda m: f"[{m.group(2)}]({m.group(1)})", text)
-    text = _SLACK_USER.sub(lambda m: m.group(1), text)
-    text = _ITALIC.sub(lambda m: f"*{m.group(1)}*", _BOLD.sub(lambda m: f"**{m.group(1)}**", text))
-    text = text.replace("/threadwise ", "admin ").replace("`/threadwise`", "`admin`")
-    return "\n\n".join(line for line in text.split("\n"))

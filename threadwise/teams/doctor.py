@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import re
 
-from threadwise.slack.doctor import Check, run_check
+from threadwise.chat.doctor import Check, run_check
 from threadwise.teams.settings import TeamsSettings
 
 _GUID = re.compile(r"[0-9a-fA-F]{8}-([0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12}")

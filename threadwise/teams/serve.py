@@ -21,7 +21,7 @@ import uvicorn
 from fastapi import Response
 
 from threadwise import metrics
-from threadwise.slack.serve import Scheduler, drain
+from threadwise.chat.serving import Scheduler, drain
 from threadwise.teams.app import MESSAGES_PATH, TeamsBot
 from threadwise.teams.settings import TeamsSettings
 

@@ -1,0 +1,33 @@
+"""What every front end's `serve` shares: the scheduler it starts, and the drain on shutdown.
+
+On SIGTERM a front end stops taking requests, then the answers in progress and queued get DRAIN_S; what is
+left is handed over (its claim, no longer renewed, lapses to another replica). compose.yaml's
+stop_grace_period leaves room for both (tests/test_compose.py).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Protocol
+
+log = logging.getLogger(__name__)
+
+DRAIN_S = 15.0
+
+
+class Scheduler(Protocol):
+    def start(self) -> None: ...
+    def shutdown(self, *, wait: bool = True) -> None: ...
+
+
+class Drains(Protocol):
+    def wait_idle(self, timeout: float = ...) -> bool: ...
+    def close(self, *, wait: bool = ...) -> None: ...
+
+
+def drain(bot: Drains) -> None:
+    """Let the answers in progress finish for at most DRAIN_S, then close the bot: what is still open is left to
+    another replica."""
+    if not bot.wait_idle(timeout=DRAIN_S):
+        log.warning("stopping with answers still in progress after %.0f s: left to another replica", DRAIN_S)
+    bot.close(wait=False)
