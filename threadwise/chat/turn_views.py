@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from threadwise.core.attribute.explanation import Explanation
 from threadwise.core.pipeline import TurnResult
 from threadwise.db.conversations import StoredTurn
 
@@ -150,11 +151,18 @@ WHY_TEXT = (
 
 @dataclass(frozen=True)
 class ExplainView:
+    """An answer's explanation as stored (`result`), or why there is none (`error`, `text`)."""
+
     turn_id: int
     text: str
     result: dict[str, Any]
     cached: bool
     error: str | None = None
+
+    @property
+    def explanation(self) -> Explanation | None:
+        """The attribution to show, read once from what is stored; None when there is none."""
+        return None if self.error or not self.result else Explanation.from_dict(self.result)
 
 
 def source_dicts(result: TurnResult) -> list[dict[str, Any]]:

@@ -18,15 +18,17 @@ import threading
 import uuid
 from collections.abc import Callable
 from concurrent.futures import Future
-from dataclasses import asdict, replace
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from slack_bolt import App
 from slack_sdk import WebClient
 
+from threadwise.chat.answering import Asked, answer_in_thread
 from threadwise.chat.conversations import ConversationService
 from threadwise.chat.identity import WITHHELD_HINT
 from threadwise.chat.pool import Activity, Admission, FairPool, TrackedPool
+from threadwise.chat.turn_views import TurnView
 from threadwise.db.claims import Claim
 from threadwise.reports.service import GapReports
 from threadwise.slack import blocks
@@ -39,7 +41,7 @@ from threadwise.slack.home import home_view
 from threadwise.slack.identity import SlackAskers, slack_directory
 from threadwise.slack.installation import Installation
 from threadwise.slack.messenger import SlackMessenger
-from threadwise.slack.mrkdwn import mentions_other_user
+from threadwise.slack.mrkdwn import SLACK, mentions_other_user
 from threadwise.slack.question import PLATFORM, Question, question_of, refusal_of
 from threadwise.slack.settings import SlackSettings, make_client
 from threadwise.slack.thread import thread_context
@@ -47,7 +49,6 @@ from threadwise.sync.admin import AdminService
 
 log = logging.getLogger(__name__)
 
-FAILED = ":warning: Sorry, I couldn't answer this time: something went wrong on my side. The error is logged; please try again."
 _ANSWERED_SUBTYPES = (None, "thread_broadcast", "file_share")
 
 
@@ -307,35 +308,45 @@ class SlackBot:
 
     def _answer_now(self, question: Question, placeholder_ts: str | None) -> None:
         self.ready.wait()
-        try:
-            spaces = self.admin.channel_spaces(question.channel) or None
-            turn = self.conversations.ask(
-                question.key,
-                question.text,
-                user=question.user,
-                spaces=spaces,
-                thread_messages=thread_context(self.client, self.conversations, question),
-                asker=self.askers.asker(question.user, private=question.private),
-            )
-        except Exception:
-            log.exception("answering %r failed", question.text)
-            self.messenger.deliver(
-                question.channel, question.thread_ts, placeholder_ts, blocks.notice_message(FAILED)
-            )
-            return
-        ts = self.messenger.deliver(
-            question.channel,
-            question.thread_ts,
-            placeholder_ts,
+        answer_in_thread(
+            Asked(key=question.key, text=question.text, user=question.user, private=question.private),
+            conversations=self.conversations,
+            admin=self.admin,
+            asker=self.askers.asker(question.user, private=question.private),
+            delivery=SlackDelivery(
+                messenger=self.messenger, question=question, placeholder_ts=placeholder_ts
+            ),
+            markup=SLACK,
+            withheld_hint=WITHHELD_HINT,
+            thread_messages=thread_context(self.client, self.conversations, question),
+        )
+
+
+@dataclass(frozen=True)
+class SlackDelivery:
+    """An answer in Slack: its placeholder updated (or a new message), a private note as an ephemeral."""
+
+    messenger: SlackMessenger
+    question: Question
+    placeholder_ts: str | None
+
+    def answer(self, turn: TurnView) -> str | None:
+        q = self.question
+        return self.messenger.deliver(
+            q.channel,
+            q.thread_ts,
+            self.placeholder_ts,
             blocks.answer_message(turn),
             plainer=lambda: blocks.answer_message(turn, feedback_buttons=False),
         )
-        if ts is not None:
-            self.conversations.set_message_ref(turn.turn_id, ts)
-        if turn.withheld and not question.private:  # pages only the asker may read: tell them alone
-            self.messenger.ephemeral(
-                question.channel, question.user, question.thread_ts, blocks.notice_message(WITHHELD_HINT)
-            )
+
+    def failure(self, text: str) -> None:
+        q = self.question
+        self.messenger.deliver(q.channel, q.thread_ts, self.placeholder_ts, blocks.notice_message(text))
+
+    def tell_asker(self, text: str) -> None:
+        q = self.question
+        self.messenger.ephemeral(q.channel, q.user, q.thread_ts, blocks.notice_message(text))
 
 
 def _quiet_token_note(record: logging.LogRecord) -> bool:

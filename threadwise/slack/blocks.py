@@ -16,7 +16,7 @@ from threadwise.chat.conversations import ExplainView, SourceView, TurnView, pag
 from threadwise.chat.markup import truncate
 from threadwise.chat.turn_views import WHY_TEXT, WHY_TITLE, page_lines
 from threadwise.core.answer.citations import rewrite_citations, strip_citations
-from threadwise.core.attribute.explanation import ClusterAttribution, Explanation, share_bar
+from threadwise.core.attribute.explanation import ClusterAttribution, share_bar
 from threadwise.core.types import NOT_FOUND_PLAIN
 from threadwise.slack.mrkdwn import escape, link, markdown_to_mrkdwn, slack_date, split_mrkdwn
 
@@ -248,9 +248,9 @@ def cluster_line(cluster: ClusterAttribution) -> str:
 
 def explanation_message(view: ExplainView) -> Message:
     """The attribution as its own thread message: one line per cluster, largest share first."""
-    if view.error or not view.result:
+    expl = view.explanation
+    if expl is None:
         return {"text": escape(view.text), "blocks": [section(f":information_source: {escape(view.text)}")]}
-    expl = Explanation.from_dict(view.result)
     ordered = sorted(expl.clusters, key=lambda c: (not c.scored, -c.share, c.index))
     blocks = [section(WHY)]
     if expl.note:

@@ -17,11 +17,11 @@ from threadwise.reports.service import DEFAULT_DAYS, GapReports
 from threadwise.reports.summary import TOP, Markup, gaps_summary
 from threadwise.slack.blocks import Block, section
 from threadwise.slack.mrkdwn import escape, link
+from threadwise.slack.question import PLATFORM
 from threadwise.sync.digest import DigestTargets
 
 log = logging.getLogger(__name__)
 
-PLATFORM = "slack"
 FULL_REPORT = "gap_report"  # the Home tab's button's action id
 SLACK = Markup(bold=lambda t: f"*{t}*", link=link, escape=escape)
 MARKDOWN_LIMIT = 12000  # a markdown block's text

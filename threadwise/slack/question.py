@@ -6,15 +6,12 @@ from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
+from threadwise.chat.answering import empty_question
 from threadwise.db.conversations import ThreadKey
 from threadwise.slack.identity import is_direct_message
-from threadwise.slack.mrkdwn import plain_question
+from threadwise.slack.mrkdwn import SLACK, plain_question
 
 PLATFORM = "slack"
-EMPTY_QUESTION = (
-    "Hi! Ask me a question about your Confluence pages, for example "
-    "_@Threadwise how do I request a new laptop?_ I'll answer in the thread."
-)
 TOO_LONG = (
     "That question is too long for me ({length:,} characters; I read up to {limit:,}). "
     "Please ask it in fewer words, or link the page it is about."
@@ -92,7 +89,7 @@ def _authorization(body: dict[str, Any]) -> dict[str, Any]:
 def refusal_of(question: Question, *, max_chars: int) -> str | None:
     """Why `question` is not answered (politely), or None."""
     if not question.text:
-        return EMPTY_QUESTION
+        return empty_question(SLACK)
     if question.external:
         return EXTERNAL
     if len(question.text) > max_chars:

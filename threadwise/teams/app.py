@@ -25,6 +25,7 @@ import logging
 import warnings
 from collections.abc import Callable
 from concurrent.futures import Future
+from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
@@ -32,6 +33,7 @@ from fastapi import FastAPI
 from fastapi.responses import PlainTextResponse
 from microsoft_teams.api.activities.typing import TypingActivityInput
 
+from threadwise.chat.answering import Asked, answer_in_thread, empty_question
 from threadwise.chat.conversations import ConversationService, TurnView
 from threadwise.chat.identity import WITHHELD_HINT_TEAMS, EmailDirectory
 from threadwise.chat.pool import Activity, TrackedPool
@@ -51,7 +53,7 @@ from threadwise.teams.activity import (
     place_of,
     question_text,
 )
-from threadwise.teams.admin import admin_command, make_commands, run_command
+from threadwise.teams.admin import TEAMS, admin_command, make_commands, run_command
 from threadwise.teams.gaps import teams_gaps
 from threadwise.teams.handover import resume_payload, resume_teams
 from threadwise.teams.identity import is_personal, member_email
@@ -66,16 +68,11 @@ log = logging.getLogger(__name__)
 
 MESSAGES_PATH = "/api/messages"
 EXPLAIN_WAIT = 4.0  # Teams gives an invoke about 5 s; a second press waits this long for a running Explain
-EMPTY_QUESTION = (
-    "Hi! Ask me a question about your Confluence pages, for example "
-    "*@Threadwise how do I request a new laptop?* I'll answer in the thread."
-)
 WELCOME = (
     "Hi, I'm Threadwise. I answer questions from your team's Confluence pages, with the sources I used. "
     "In a channel, mention me: *@Threadwise how do I request a new laptop?*; here, just ask. "
     "`admin help` lists what admins can do."
 )
-FAILED = "⚠️ Sorry, I couldn't answer this time: something went wrong on my side. The error is logged; please try again."
 
 
 class TeamsBot:
@@ -207,7 +204,7 @@ class TeamsBot:
             self.submit(lambda: self._admin(place, command), "an admin command")
             return
         if not text:
-            await self.messenger.send_async(place, cards.notice(EMPTY_QUESTION))
+            await self.messenger.send_async(place, cards.notice(empty_question(TEAMS)))
             return
         await self._start_answer(place, text, claimed)
 
@@ -236,22 +233,15 @@ class TeamsBot:
             self.conversations.finish_event(claimed)
 
     def _answer_now(self, place: Place, text: str) -> None:
-        try:
-            spaces = self.admin.channel_spaces(place.key.channel) or None
-            turn = self.conversations.ask(
-                place.key, text, user=place.user, spaces=spaces, asker=self.asker(place)
-            )
-        except Exception:
-            log.exception("answering %r failed", text)
-            self.messenger.send(place, cards.notice(FAILED))
-            return
-        sent = self.messenger.send(place, cards.answer_activity(turn))
-        if sent is None:  # e.g. a card the channel refused: the text alone, never silence
-            sent = self.messenger.send(place, cards.notice(cards.answer_text(turn)))
-        if sent is not None:
-            self.conversations.set_message_ref(turn.turn_id, sent)
-        if turn.withheld and not is_personal(place):  # pages only the asker may read: tell them alone
-            self.messenger.tell_privately(place, WITHHELD_HINT_TEAMS)
+        answer_in_thread(
+            Asked(key=place.key, text=text, user=place.user, private=is_personal(place)),
+            conversations=self.conversations,
+            admin=self.admin,
+            asker=self.asker(place),
+            delivery=TeamsDelivery(messenger=self.messenger, place=place),
+            markup=TEAMS,
+            withheld_hint=WITHHELD_HINT_TEAMS,
+        )
 
     def _admin(self, place: Place, command: str) -> None:
         run_command(
@@ -357,3 +347,24 @@ class TeamsBot:
     async def on_other(self, ctx: ActivityContext[Any]) -> None:
         activity = ctx.activity
         log.info("ignored a Teams activity of type %s %s", activity.type, getattr(activity, "name", "") or "")
+
+
+@dataclass(frozen=True)
+class TeamsDelivery:
+    """An answer in Teams: a reply in the conversation (its text alone when the card is refused), a private
+    note in the asker's personal chat."""
+
+    messenger: TeamsMessenger
+    place: Place
+
+    def answer(self, turn: TurnView) -> str | None:
+        sent = self.messenger.send(self.place, cards.answer_activity(turn))
+        if sent is None:  # e.g. a card the channel refused: the text alone, never silence
+            sent = self.messenger.send(self.place, cards.notice(cards.answer_text(turn)))
+        return sent
+
+    def failure(self, text: str) -> None:
+        self.messenger.send(self.place, cards.notice(text))
+
+    def tell_asker(self, text: str) -> None:
+        self.messenger.tell_privately(self.place, text)

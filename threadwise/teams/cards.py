@@ -22,7 +22,7 @@ from microsoft_teams.api.models.entity import CitationAppearance
 from threadwise.chat.conversations import ExplainView, SourceView, TurnView
 from threadwise.chat.turn_views import WHY_TEXT, WHY_TITLE, page_date, page_groups, page_lines
 from threadwise.core.answer.citations import rewrite_citations
-from threadwise.core.attribute.explanation import ClusterAttribution, Explanation, share_bar
+from threadwise.core.attribute.explanation import ClusterAttribution, share_bar
 
 Card = dict[str, Any]
 
@@ -202,9 +202,9 @@ def notice(text: str) -> MessageActivityInput:
 
 def explanation_text(view: ExplainView) -> str:
     """The attribution as Markdown: one paragraph per group of sources, largest share first."""
-    if view.error or not view.result:
+    expl = view.explanation
+    if expl is None:
         return "ℹ️ " + escape(view.text)
-    expl = Explanation.from_dict(view.result)
     ordered = sorted(expl.clusters, key=lambda c: (not c.scored, -c.share, c.index))
     parts = [f"**{WHY_TITLE}** {WHY_TEXT}"]
     if expl.note:
