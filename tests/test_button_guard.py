@@ -18,11 +18,11 @@ from tests.support.fake_bot_connector import FakeBotConnector
 from tests.support.fake_openai import FakeOpenAI, echo_with_follow_ups
 from tests.support.fake_slack import FakeSlack
 from tests.support.llm import chat_for
+from tests.support.slack_driver import mention, wait_answers
 from tests.support.slack_events import find_action
 from tests.support.slack_world import World, build_world, running_bot
 from tests.support.teams_activities import ADMIN, CHANNEL, PERSONAL, TENANT
 from tests.support.teams_world import running_teams
-from tests.test_slack_bot import mention, wait_answers
 from tests.test_teams_bot import (
     ask_in_channel,
     card_of,

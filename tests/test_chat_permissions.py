@@ -23,11 +23,11 @@ from tests.support.fake_bot_connector import FakeBotConnector
 from tests.support.fake_confluence import FakeConfluence, FakePage, tree_wiki
 from tests.support.fake_confluence_people import SpaceGrant
 from tests.support.fake_slack import FakeSlack
+from tests.support.slack_driver import command, mention, message, press, text_of, wait_answers
 from tests.support.slack_events import find_action
 from tests.support.slack_world import ADMIN, Running, World, running_bot
 from tests.support.teams_activities import ALICE, PERSONAL
 from tests.support.teams_world import RunningTeams, running_teams
-from tests.test_slack_bot import command, mention, message, press, text_of, wait_answers
 from tests.test_teams_bot import explain_action, messages, sent_id, thread_of, wait_messages
 from threadwise.chat.identity import NOT_YOURS
 from threadwise.settings import load_settings

@@ -20,11 +20,11 @@ from tests.support.fake_confluence import FakeConfluence, tree_wiki
 from tests.support.fake_openai import FakeOpenAI
 from tests.support.fake_slack import FakeSlack
 from tests.support.llm import chat_for
+from tests.support.slack_driver import mention, press, text_of, vote, wait_answers
 from tests.support.slack_world import Running, World, running_bot
 from tests.support.sync_env import make_env
 from tests.support.teams_activities import PERSONAL
 from tests.support.teams_world import running_teams
-from tests.test_slack_bot import mention, press, text_of, vote, wait_answers
 from threadwise import metrics
 from threadwise.connectors.scope import SpaceScope
 from threadwise.core.protocols import ChatError

@@ -10,11 +10,14 @@ from __future__ import annotations
 
 import logging
 import shlex
-from collections.abc import Callable, Mapping
-from typing import Protocol
+from collections.abc import Callable, Mapping, Sequence
 
+from threadwise.chat.channel_commands import NAMES as CHANNEL_COMMANDS
+from threadwise.chat.channel_commands import channel_command, mode_line
+from threadwise.chat.identity import Admins
 from threadwise.chat.markup import Markup, escape
 from threadwise.chat.status_text import folder_line, space_line
+from threadwise.db.channel_modes import Expert
 from threadwise.sync.admin import AdminError, AdminService
 
 log = logging.getLogger(__name__)
@@ -24,13 +27,6 @@ Reply = Callable[[str], None]
 Extra = Callable[..., str]
 
 CHANGES = {"add", "remove", "sync"}
-
-
-class Admins(Protocol):
-    """Who may change things (`admins(user)`), and whom to ask (`admins.who()`) for a refusal."""
-
-    def __call__(self, user: str) -> bool: ...
-    def who(self) -> str: ...
 
 
 def is_instant(text: str) -> bool:
@@ -59,8 +55,11 @@ class AdminCommands:
         self.trigger = trigger
         self.extra = dict(extra or {})
 
-    def run(self, text: str, *, user: str, channel: str, reply: Reply) -> None:
-        """Carry out one command and send what it has to say through `reply`; never raises."""
+    def run(
+        self, text: str, *, user: str, channel: str, reply: Reply, mentions: Sequence[Expert] = ()
+    ) -> None:
+        """Carry out one command and send what it has to say through `reply`; never raises. `mentions`: the
+        people and groups the command mentions, as the front end read them (for `experts`)."""
         try:
             words = shlex.split(text)
         except ValueError:
@@ -77,6 +76,20 @@ class AdminCommands:
                 reply(self._channel(args, user=user, channel=channel))
             elif name == "everyone":
                 reply(self._everyone(args, user=user))
+            elif name in CHANNEL_COMMANDS:
+                reply(
+                    channel_command(
+                        name,
+                        args,
+                        modes=self.admin.channels,
+                        channel=channel,
+                        user=user,
+                        is_admin=self.is_admin,
+                        markup=self.markup,
+                        platform=self.trigger,
+                        mentions=mentions,
+                    )
+                )
             elif name in self.extra:
                 if not self.is_admin(user):
                     reply(
@@ -114,7 +127,10 @@ class AdminCommands:
         lines += [space_line(s, self.markup) for s in spaces] + [
             folder_line(f, self.markup) for f in folders[:5]
         ]
-        return "\n".join(lines) + "\n" + self._channel_line(channel)
+        lines.append(self._channel_line(channel))
+        if channel:
+            lines.append(mode_line(self.admin.channels.get(channel), self.markup))
+        return "\n".join(lines)
 
     def _spaces(self, channel: str) -> str:
         configs = self.admin.list_spaces()

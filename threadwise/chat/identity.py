@@ -13,6 +13,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Mapping
+from typing import Protocol
 
 from threadwise.chat.pressed import NOT_YOURS as NOT_YOURS  # a refused press (re-exported for the front ends)
 
@@ -29,6 +30,13 @@ WITHHELD_HINT_TEAMS = (
     "Some pages only you can read might answer what you just asked in a shared conversation — ask me here, "
     "in our personal chat."
 )
+
+
+class Admins(Protocol):
+    """Who may change things (`admins(user)`), and whom to ask (`admins.who()`) for a refusal."""
+
+    def __call__(self, user: str) -> bool: ...
+    def who(self) -> str: ...
 
 
 class LookupFailed(Exception):

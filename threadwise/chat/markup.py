@@ -18,7 +18,8 @@ class Markup(Protocol):
     def bold(self, text: str) -> str: ...
     def italic(self, text: str) -> str: ...
     def date(self, iso: str) -> str: ...  # "" for no or a bad date
-    def user(self, user_id: str) -> str: ...  # a mention of someone
+    def user(self, user_id: str, name: str = "") -> str: ...  # a mention of someone
+    def group(self, group_id: str, name: str) -> str: ...  # a mention of a user group
     def icon(self, name: str) -> str: ...  # "ok", "warning", "failed"
 
 

@@ -16,6 +16,7 @@ from datetime import UTC, datetime, timedelta
 from sqlalchemy import Delete, delete, select
 from sqlalchemy.orm import Session, sessionmaker
 
+from threadwise.db.channel_tables import EscalationRow
 from threadwise.db.conversations import (
     ConversationRow,
     ExplanationRow,
@@ -43,12 +44,14 @@ class Removed:
     feedback: int = 0
     explanations: int = 0
     events: int = 0
+    escalations: int = 0  # questions handed to a channel's experts
 
     def __str__(self) -> str:
-        return (
+        said = (
             f"{self.conversations} conversations, {self.turns} answers, {self.feedback} votes/comments, "
             f"{self.explanations} explanations, {self.events} handled-event ids"
         )
+        return said + (f", {self.escalations} escalations" if self.escalations else "")
 
 
 def _deleted(s: Session, statement: Delete) -> int:
@@ -89,7 +92,8 @@ def purge_older_than(sessions: sessionmaker[Session], days: int, *, now: datetim
         idle = list(s.scalars(select(ConversationRow.id).where(ConversationRow.created_at < cutoff)))
         conversations = _drop_empty_conversations(s, sorted({c for _t, c in old} | set(idle)))
         events = _deleted(s, delete(ProcessedEventRow).where(ProcessedEventRow.created_at < cutoff))
-    return Removed(conversations, turns, feedback, explanations, events)
+        escalations = _deleted(s, delete(EscalationRow).where(EscalationRow.opened_at < cutoff))
+    return Removed(conversations, turns, feedback, explanations, events, escalations)
 
 
 def forget_user(sessions: sessionmaker[Session], user: str) -> Removed:
@@ -108,4 +112,5 @@ def forget_user(sessions: sessionmaker[Session], user: str) -> Removed:
         votes = _deleted(s, delete(FeedbackRow).where(FeedbackRow.user == user))
         turns, feedback, explanations = _drop_turns(s, sorted(asked))
         conversations = _drop_empty_conversations(s, sorted(set(started) | touched))
-    return Removed(conversations, turns, votes + feedback, explanations, 0)
+        escalations = _deleted(s, delete(EscalationRow).where(EscalationRow.asker == user))
+    return Removed(conversations, turns, votes + feedback, explanations, 0, escalations)

@@ -9,7 +9,8 @@ from __future__ import annotations
 from sqlalchemy import Engine, String, inspect, text
 from sqlalchemy.orm import Session
 
-import threadwise.db.conversations  # noqa: F401  (importing a table module registers its tables on Base)
+import threadwise.db.channel_tables  # noqa: F401  (importing a table module registers its tables on Base)
+import threadwise.db.conversations  # noqa: F401
 import threadwise.db.index_tables  # noqa: F401
 import threadwise.db.leases  # noqa: F401
 import threadwise.db.permission_tables  # noqa: F401

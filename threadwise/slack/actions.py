@@ -29,7 +29,7 @@ from threadwise.chat.pressed import pressed_turn, suggested
 from threadwise.chat.trace_render import render_trace
 from threadwise.db.conversations import ThreadKey
 from threadwise.slack import blocks
-from threadwise.slack.admins import HELP
+from threadwise.slack.admins import HELP, mentions_in
 from threadwise.slack.identity import is_direct_message
 from threadwise.slack.messenger import SlackMessenger
 from threadwise.slack.question import EXTERNAL, PLATFORM, Question
@@ -325,4 +325,7 @@ def _command(bot: ActionContext, ack: Any, command: dict[str, Any], respond: Any
     def reply(message: str) -> None:
         respond(text=message, response_type="ephemeral", replace_original=False)
 
-    bot.submit(lambda: bot.commands.run(text, user=user, channel=channel, reply=reply), f"/threadwise {text}")
+    bot.submit(
+        lambda: bot.commands.run(text, user=user, channel=channel, reply=reply, mentions=mentions_in(text)),
+        f"/threadwise {text}",
+    )

@@ -4,6 +4,7 @@ users.info says), `/threadwise help`, and the commands in mrkdwn (`threadwise.ch
 from __future__ import annotations
 
 import logging
+import re
 import threading
 import time
 from collections.abc import Collection, Mapping
@@ -13,6 +14,7 @@ from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 
 from threadwise.chat.admin_commands import AdminCommands, Admins, Extra
+from threadwise.db.channel_modes import Expert
 from threadwise.slack.mrkdwn import SLACK
 from threadwise.sync.admin import AdminService
 
@@ -31,6 +33,9 @@ HELP = (
     "`/threadwise gaps` — the largest groups of questions I could not answer (admins)\n"
     "`/threadwise digest #channel | here | off` — a weekly knowledge-gap summary in a channel; off by default "
     "(admins)\n"
+    "`/threadwise auto [on|off]` — answer questions in this channel without a mention (changing it: admins)\n"
+    "`/threadwise private [on|off]` — answers here go to the asker first, with Share (changing it: admins)\n"
+    "`/threadwise experts [@people @groups | none]` — whom “Still need help?” calls in here (changing it: admins)\n"
     "`/threadwise help` — this list\n"
     "To ask a question, mention me in a channel or write to me directly."
 )
@@ -93,3 +98,18 @@ def slack_commands(
     return AdminCommands(
         admin=admin, is_admin=is_admin, markup=SLACK, help_text=HELP, trigger="slack", extra=extra
     )
+
+
+_MENTION = re.compile(r"<@([UW][A-Z0-9]+)(?:\|([^>]*))?>|<!subteam\^([A-Z0-9]+)(?:\|@?([^>]*))?>")
+
+
+def mentions_in(text: str) -> list[Expert]:
+    """The people (`<@U…>`) and user groups (`<!subteam^S…|@handle>`) a slash command mentions: Slack writes
+    them so when the manifest's command sets `should_escape: true`."""
+    found = []
+    for m in _MENTION.finditer(text or ""):
+        if m.group(1):
+            found.append(Expert(kind="user", id=m.group(1), name=m.group(2) or ""))
+        else:
+            found.append(Expert(kind="group", id=m.group(3), name=m.group(4) or ""))
+    return found

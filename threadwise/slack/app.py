@@ -223,6 +223,8 @@ class SlackBot:
             if admin
             else None,
             gaps=home_blocks(self.gaps.reports) if admin and self.gaps else (),
+            channels=self.admin.channels.all(platform=PLATFORM) if admin else (),
+            escalations=self.admin.channels.counts() if admin else None,
         )
         self.client.views_publish(user_id=user, view=view)
 

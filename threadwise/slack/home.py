@@ -5,8 +5,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from threadwise.chat.channel_commands import mode_line
 from threadwise.chat.markup import escape, truncate
 from threadwise.chat.status_text import feedback_lines, folder_line, folder_name, space_line, when
+from threadwise.db.channel_modes import ChannelMode, EscalationCounts
 from threadwise.slack.blocks import Block, context, section
 from threadwise.slack.mrkdwn import SLACK
 from threadwise.sync.admin import FolderStatus, RunSummary, SpaceStatus
@@ -78,6 +80,16 @@ def feedback_blocks(summary: dict[str, Any]) -> list[Block]:
     return [section(head), *[context(line) for line in rest]]
 
 
+def channel_blocks(channels: Sequence[ChannelMode], escalations: EscalationCounts | None) -> list[Block]:
+    """For admins: the channels set to other than the defaults, and how the calls for help went."""
+    blocks = [section(f"<#{m.channel}> — {mode_line(m, SLACK)}") for m in channels[:MAX_SPACES]]
+    if escalations is not None and escalations.opened:
+        blocks.append(
+            context(f"“Still need help?”: {escalations.opened} asked, {escalations.resolved} marked resolved")
+        )
+    return ([section("*Channels with their own modes*")] if channels else []) + blocks
+
+
 def home_view(
     *,
     spaces: Sequence[SpaceStatus],
@@ -85,6 +97,8 @@ def home_view(
     feedback: dict[str, Any] | None,
     folders: Sequence[FolderStatus] = (),
     gaps: Sequence[Block] = (),
+    channels: Sequence[ChannelMode] = (),
+    escalations: EscalationCounts | None = None,
 ) -> dict[str, Any]:
     """The Home tab for one user; admins also see the last runs' problems, the feedback summary, the
     knowledge gaps (`gaps`: their blocks, built by slack_gaps.py) and the commands."""
@@ -102,6 +116,7 @@ def home_view(
             *problem_blocks(spaces, folders),
             {"type": "divider"},
             *feedback_blocks(feedback or {}),
+            *channel_blocks(channels, escalations),
             *([{"type": "divider"}, *gaps] if gaps else []),
             {"type": "divider"},
             section(ADMIN_HELP),

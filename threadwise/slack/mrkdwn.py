@@ -32,8 +32,11 @@ class SlackMarkup:
     def date(self, iso: str) -> str:
         return slack_date(iso)
 
-    def user(self, user_id: str) -> str:
+    def user(self, user_id: str, name: str = "") -> str:
         return f"<@{user_id}>"
+
+    def group(self, group_id: str, name: str) -> str:
+        return f"<!subteam^{group_id}>"
 
     def icon(self, name: str) -> str:
         return _ICONS[name]

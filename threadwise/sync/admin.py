@@ -16,6 +16,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from threadwise.connectors.confluence import NOT_CONFIGURED, ConfluenceClient, ConfluenceError, SpaceInfo
 from threadwise.core.types import PageFailure, RestrictedPage
+from threadwise.db.channel_modes import ChannelModes
 from threadwise.db.permission_tables import SpaceViewersRow
 from threadwise.db.sync_tables import ChannelSpacesRow, SyncedSpaceRow, SyncRunRow, as_utc
 from threadwise.errors import ThreadwiseError
@@ -148,6 +149,7 @@ class AdminService:
         self.syncer = syncer
         self.store = SyncStore(sessions=sessions)
         self.digests = DigestTargets(sessions=sessions)  # where the weekly knowledge-gap digest goes
+        self.channels = ChannelModes(sessions=sessions)  # auto answers, private first, experts, per channel
 
     @property
     def client(self) -> ConfluenceClient:

@@ -30,6 +30,9 @@ HELP = (
     "`admin feedback` — 👍/👎 counts and the latest 👎 with their questions and comments (admins)\n"
     "`admin gaps` — the largest groups of questions I could not answer (admins)\n"
     "`admin digest here | off` — a weekly knowledge-gap summary in this chat; off by default (admins)\n"
+    "`admin auto [on|off]` — answer questions in this channel without a mention (changing it: admins)\n"
+    "`admin private [on|off]` — answers here go to the asker first, with Share (changing it: admins)\n"
+    "`admin experts [@people | none]` — whom “Still need help?” calls in here (changing it: admins)\n"
     "`admin help` — this list\n"
     "To ask a question, mention me in a channel or write to me in a personal chat."
 )
@@ -53,8 +56,11 @@ class TeamsMarkup:
     def date(self, iso: str) -> str:
         return page_date(iso)
 
-    def user(self, user_id: str) -> str:
-        return user_id
+    def user(self, user_id: str, name: str = "") -> str:
+        return name or user_id
+
+    def group(self, group_id: str, name: str) -> str:
+        return name or group_id
 
     def icon(self, name: str) -> str:
         return _ICONS[name]
@@ -82,7 +88,22 @@ class TeamsAdmins:
 
 
 COMMANDS = frozenset(
-    {"status", "spaces", "add", "remove", "sync", "channel", "everyone", "feedback", "help", "gaps", "digest"}
+    {
+        "status",
+        "spaces",
+        "add",
+        "remove",
+        "sync",
+        "channel",
+        "everyone",
+        "feedback",
+        "help",
+        "gaps",
+        "digest",
+        "auto",
+        "private",
+        "experts",
+    }
 )
 ADMINS_ONLY = ("feedback", "gaps", "digest")
 
