@@ -305,3 +305,13 @@ def settle(completion: Completion, alone: Retrieval) -> Completion:
     if starts_anew(alone, completion.alone, set(completion.topic_pages)):
         return Completion(question=completion.alone, method=NEW_TOPIC, calls=completion.calls)
     return replace(completion, alone="", topic_pages=(), method=completion.method + "; stays on the topic")
+
+
+def opens_a_question(text: str) -> bool:
+    """Whether `text` opens as a question does: a question word first (after a lead-in such as "btw," or a
+    preposition too). Unlike `stands_alone`, a question word after a comma does not count: "Danke, hat
+    geklappt." is no question."""
+    words = [w.lower() for w in _words(_LEAD_IN.sub("", text.strip()))]
+    return bool(words) and (
+        words[0] in _ASKING or (len(words) > 1 and words[0] in _PREPOSITIONS and words[1] in _ASKING)
+    )
