@@ -4,8 +4,9 @@ A question names what it is about: a version, a model number, a product, a perso
 evidences never mention it ("the TPM version of the ThinkPad X1 Carbon" over a wiki that tested other
 machines), the closest passage answers another question, however similar it reads. So before quoting, the
 question's *key terms* (words with digits, acronyms and CamelCase names in any language; in an English question
-also its capitalized words past the first) are looked up in the evidences: one that none of them holds means
-the pages do not hold the answer. An English question is also checked for its content words on the pages that
+also its capitalized words past the first), its numbered names ("Windows 11") and a German question's names
+told by where they stand ("in Tokio", "Discord-Server"; `names.py`) are looked up in the evidences: one that
+none of them holds means the pages do not hold the answer. An English question is also checked for its content words on the pages that
 would be quoted: when they hold few of them ("What is the parental leave policy?" over an on-call policy),
 they answer something else. Words cannot match across languages, so a German question over English pages is
 judged by its key terms alone; the extractive answerer adds its cosine, and whether retrieval's lexical and
@@ -92,19 +93,29 @@ def content_terms(question: str) -> list[str]:
 
 def missing_terms(terms: Iterable[str], texts: Iterable[str]) -> list[str]:
     """The terms the texts do not mention. A term with a digit must appear as written ("12.x", "9.0" also
-    in "9.0.2"); several words when half of them are; a word when its tokens (as BM25 has them) occur, it
-    is part of a longer word ("XT" of "OpenXT"), abbreviates one ("OXT"), or is one typo away ("Measuremnt",
-    "Dunlop")."""
+    in "9.0.2"), a numbered name with its name just before the number ("Windows 11"); several words when half
+    of them are; a word when its tokens (as BM25 has them) occur, it is part of a longer word ("XT" of
+    "OpenXT"), abbreviates one ("OXT"), or is one typo away
+    ("Measuremnt", "Dunlop"); an acronym that is a stop word in lower case ("IT") only as written. Nothing in
+    a link's address counts ("…maps?q=…+Australia" does not mention Australia)."""
     tokens: set[str] = set()
-    words: set[str] = set()
+    cased: set[str] = set()
     flat: list[str] = []
     for text in texts:
         text = _LINK.sub(" ", text)
         tokens.update(tokenize(text))
-        words.update(w.lower() for w in _RAW.findall(text))
+        cased.update(_RAW.findall(text))
         flat.append(_flat(text))
+    words = {w.lower() for w in cased}
     joined = " ".join(flat)
-    return [t for t in terms if not _mentioned(t, tokens, words, joined)]
+    return [
+        t for t in terms if not (t in cased if _stop_acronym(t) else _mentioned(t, tokens, words, joined))
+    ]
+
+
+def _stop_acronym(term: str) -> bool:
+    """An acronym that is a stop word in lower case ("IT", "US"): only the acronym itself, as written, is it."""
+    return term.isalpha() and term.isupper() and len(term) >= 2 and not tokenize(term)
 
 
 def _flat(text: str) -> str:
@@ -114,7 +125,7 @@ def _flat(text: str) -> str:
 
 def _mentioned(term: str, tokens: set[str], words: set[str], joined: str) -> bool:
     name, _, number = term.rpartition(" ")
-    if name.isalpha() and (number[:1].isdigit() or (len(number) == 1 and number.isupper())):
+    if name.isalpha() and number[:1].isdigit():
         return _number_named(name, number, joined)
     if any(c.isdigit() for c in term):
         return re.search(" " + re.escape(_flat(term).strip()) + "(?![0-9])", joined) is not None
@@ -142,8 +153,7 @@ def _number_named(name: str, number: str, joined: str) -> bool:
     """Whether the number stands somewhere with the name among the three words before it and no other number
     between them ("Dell OptiPlex 7040" names "Optiplex 7040", "OpenXT 9.0.2" names "OXT 9.0.2"), or right
     after a release word ("Version 6" in a page's title names "OpenXT 6" on an OpenXT wiki)."""
-    end = "(?![0-9])" if number[:1].isdigit() else r"(?!\w)"
-    for match in re.finditer(" " + re.escape(number.lower()) + end, joined):
+    for match in re.finditer(" " + re.escape(number.lower()) + "(?![0-9])", joined):
         before = joined[: match.start()].split()[-3:]
         while any(c.isdigit() for c in " ".join(before)):  # "Windows 10 with 11" does not name Windows 11
             before = before[1:]
