@@ -104,6 +104,7 @@ class FakeOpenAI:
     respond: Responder | None = None
     default_reply: Responder = echo_first_source
     delay: float = 0.0  # fixed latency added to every request
+    chunk_delay: float = 0.0  # a streamed reply (`stream: true`): seconds between its pieces (one word each)
     api_key: str = "sk-test"  # "" accepts any key
     host: str = "127.0.0.1"
     port: int = 0
@@ -320,7 +321,44 @@ class _Handler(BaseHTTPRequestHandler):
         refused = self._refused()
         if refused:
             return refused
+        if body.get("stream"):
+            return self._send_stream(body, fake._next_reply(body))
         return self._send_json(200, fake._completion(body, fake._next_reply(body)))
+
+    def _send_stream(self, body: dict[str, Any], reply: str) -> int:
+        """The reply as OpenAI streams it: server-sent `chat.completion.chunk` events, one word each
+        (`chunk_delay` apart), then a chunk with `finish_reason` and `data: [DONE]`."""
+        fake = self.fake
+        ident, created = f"chatcmpl-fake-{next(fake._ids)}", int(time.time())
+
+        def chunk(delta: dict[str, Any], finish: str | None = None) -> bytes:
+            data = {
+                "id": ident,
+                "object": "chat.completion.chunk",
+                "created": created,
+                "model": body.get("model", "fake-model"),
+                "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}],
+            }
+            return f"data: {json.dumps(data)}\n\n".encode()
+
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Cache-Control", "no-cache")
+        self.send_header("Connection", "close")
+        self.end_headers()
+        self.close_connection = True
+        self.wfile.write(chunk({"role": "assistant", "content": ""}))
+        for i, word in enumerate(re.findall(r"\S+\s*|\s+", reply)):
+            if i:
+                fake._sleep(fake.chunk_delay)
+            self.wfile.write(chunk({"content": word}))
+            self.wfile.flush()
+        self.wfile.write(chunk({}, "stop") + b"data: [DONE]\n\n")
+        self.wfile.flush()
+        current = getattr(self, "_current", None)
+        if current is not None:
+            current.status, current.ended = 200, time.monotonic()
+        return 200
 
     def _refused(self) -> int:
         """Steps 1-3 of every request: a wrong key or a queued fault is answered here (its status returned);

@@ -371,6 +371,94 @@ class FakeSlack:
     def _assistant_threads_setStatus(self, params: dict[str, Any]) -> dict[str, Any]:
         return {"ok": True}
 
+    # -- Agents & AI Apps (assistant.threads.*) and streamed messages (chat.*Stream), as Slack documents them
+    # (tests/fixtures/slack/SOURCES.md). A streamed message is in the store from chat.startStream on, its text
+    # growing with each append; `x_stream` on it says "streaming" or "stopped" and counts the appends.
+
+    def _assistant_threads_setSuggestedPrompts(self, params: dict[str, Any]) -> dict[str, Any]:
+        if not {"assistant:write", "chat:write"} & self.scopes:  # Slack takes either, for now
+            return {"ok": False, "error": "missing_scope", "needed": "assistant:write"}
+        prompts = params.get("prompts")
+        prompts = json.loads(prompts) if isinstance(prompts, str) else prompts
+        if not params.get("channel_id") or not isinstance(prompts, list) or not 1 <= len(prompts) <= 4:
+            return {"ok": False, "error": "invalid_arguments"}
+        if not all(isinstance(p, dict) and p.get("title") and p.get("message") for p in prompts):
+            return {"ok": False, "error": "invalid_arguments"}
+        return {"ok": True}
+
+    def _assistant_threads_setTitle(self, params: dict[str, Any]) -> dict[str, Any]:
+        if not {"assistant:write", "chat:write"} & self.scopes:
+            return {"ok": False, "error": "missing_scope", "needed": "assistant:write"}
+        if not params.get("channel_id") or not params.get("thread_ts") or not params.get("title"):
+            return {"ok": False, "error": "invalid_arguments"}
+        return {"ok": True}
+
+    def _chat_startStream(self, params: dict[str, Any]) -> dict[str, Any]:
+        channel = str(params.get("channel") or "")
+        if not channel:
+            return {"ok": False, "error": "channel_not_found"}
+        if not params.get("thread_ts"):
+            return {"ok": False, "error": "invalid_arguments"}
+        if not channel.startswith("D"):  # Slack: the recipient is required when streaming to a channel
+            if not params.get("recipient_team_id"):
+                return {"ok": False, "error": "missing_recipient_team_id"}
+            if not params.get("recipient_user_id"):
+                return {"ok": False, "error": "missing_recipient_user_id"}
+        ts = f"1800000000.{next(self._ts):06d}"
+        message = {
+            "type": "message",
+            "user": self.bot_user_id,
+            "bot_id": self.bot_id,
+            "text": _stream_text(params),
+            "blocks": [],
+            "ts": ts,
+            "thread_ts": params["thread_ts"],
+            "x_stream": {"state": "streaming", "appends": 0},
+        }
+        self._messages.setdefault(channel, {})[ts] = message
+        return {"ok": True, "channel": channel, "ts": ts}
+
+    def _streaming(self, params: dict[str, Any]) -> dict[str, Any] | str:
+        """The streamed message `params` name, or the error Slack gives."""
+        message = self._messages.get(str(params.get("channel") or ""), {}).get(str(params.get("ts") or ""))
+        if message is None or "x_stream" not in message:
+            return "message_not_found"
+        if message["x_stream"]["state"] != "streaming":
+            return "message_not_in_streaming_state"
+        return message
+
+    def _chat_appendStream(self, params: dict[str, Any]) -> dict[str, Any]:
+        message = self._streaming(params)
+        if isinstance(message, str):
+            return {"ok": False, "error": message}
+        text = _stream_text(params)
+        if not text:
+            return {"ok": False, "error": "invalid_arguments"}
+        message["text"] += text
+        message["x_stream"]["appends"] += 1
+        return {"ok": True, "channel": params["channel"], "ts": message["ts"]}
+
+    def _chat_stopStream(self, params: dict[str, Any]) -> dict[str, Any]:
+        message = self._streaming(params)
+        if isinstance(message, str):
+            return {"ok": False, "error": message}
+        message["text"] += _stream_text(params)
+        if params.get("blocks"):
+            message["blocks"] = params["blocks"]
+        message["x_stream"]["state"] = "stopped"
+        return {"ok": True, "channel": params["channel"], "ts": message["ts"], "message": message}
+
+
+def _stream_text(params: dict[str, Any]) -> str:
+    """What a chat.*Stream call adds: its `markdown_text`, then its markdown_text chunks' text."""
+    chunks = params.get("chunks") or []
+    chunks = json.loads(chunks) if isinstance(chunks, str) else chunks
+    pieces = [str(params.get("markdown_text") or "")]
+    pieces += [
+        str(c.get("text", "")) for c in chunks if isinstance(c, dict) and c.get("type") == "markdown_text"
+    ]
+    return "".join(pieces)
+
 
 def _block_problem(params: dict[str, Any], unsupported: frozenset[str]) -> str:
     """Why Slack would refuse these blocks or this view ("" when it would accept them)."""

@@ -5,6 +5,8 @@
     a failure → a friendly message in the thread instead, never silence
 
 The front end supplies how to deliver (`Delivery`): Slack updates its placeholder, Teams sends a reply.
+A delivery that also has `on_text` (`StreamedDelivery`) gets the answer's text as the language model writes
+it, before `answer` (Slack streams it); an answer written whole (offline, not found) goes to `answer` alone.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from threadwise.chat.conversations import ConversationService
 from threadwise.chat.markup import Markup
@@ -55,6 +57,14 @@ class Delivery(Protocol):
         ...
 
 
+@runtime_checkable
+class StreamedDelivery(Protocol):
+    """A delivery that shows the answer while it is written: `on_text` gets each new piece (a delta) from the
+    answering worker's thread; `answer` then shows the whole answer, as for any delivery."""
+
+    def on_text(self, delta: str) -> None: ...
+
+
 @dataclass(frozen=True)
 class Asked:
     """A question to answer: where, what, who, and whether only the asker reads the conversation."""
@@ -86,6 +96,7 @@ def answer_in_thread(
             spaces=spaces,
             thread_messages=thread_messages,
             asker=asker,
+            on_text=delivery.on_text if isinstance(delivery, StreamedDelivery) else None,
         )
     except Exception:
         log.exception("answering %r failed", asked.text)

@@ -93,11 +93,15 @@ class ConversationService:
         spaces: Sequence[str] | None = None,
         thread_messages: Sequence[str] = (),
         asker: Asker | None = None,
+        on_text: Callable[[str], None] | None = None,
     ) -> TurnView:
         """Answer `question` in the thread `key`. `thread_messages`: what people said in the thread besides
         the questions already answered, oldest first; it completes the question like earlier turns do.
         `asker`: who asks and whether the conversation is private (None: an unknown person); under the
-        per-user policy it decides which pages may answer (`PermissionService.scope_for`)."""
+        per-user policy it decides which pages may answer (`PermissionService.scope_for`).
+        `on_text`: the answer's text as the language model writes it (deltas, in order), for a front end that
+        streams it; never called for an answer written whole (the offline one, not found, a failure). The
+        returned turn is what counts: the streamed text may differ from it (cut by a failure, citations)."""
         started = time.perf_counter()
         conversation_id = self.store.conversation_id(key, started_by=user)
         assert conversation_id is not None
@@ -118,7 +122,7 @@ class ConversationService:
             if self.index.count() == 0:
                 raise _Reply(EMPTY_INDEX)
             scope, wider = self._scopes(asker, spaces)
-            result = self.pipeline.ask(question, history, scope, wider=wider)
+            result = self.pipeline.ask(question, history, scope, wider=wider, on_text=on_text)
             withheld = result.withheld
             fields = {
                 "completed_question": result.completion.question,

@@ -6,7 +6,7 @@ Conversation in, cited answer out; every step is kept in a trace a user can open
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -14,7 +14,7 @@ from threadwise.core.answer.confidence import Confidence, confidence_of
 from threadwise.core.answer.support import ReadsRankings, rankings_agree
 from threadwise.core.complete.conversation import past_turn
 from threadwise.core.complete.topic import settle
-from threadwise.core.protocols import Answerer, QuestionCompleter
+from threadwise.core.protocols import Answerer, QuestionCompleter, StreamsText
 from threadwise.core.retrieve.retriever import Retrieval, Retriever
 from threadwise.core.types import Answer, Completion, Evidence, PastTurn, Scope
 
@@ -91,10 +91,12 @@ class Pipeline:
         scope: Scope | None = None,
         *,
         wider: Scope | None = None,
+        on_text: Callable[[str], None] | None = None,
     ) -> TurnResult:
         """Answer from the evidence `scope` allows (None: everything). `wider`: what the asker alone may read;
         when its evidence would have held pages outside `scope`, the result says `withheld` (nothing of them
-        is used or kept: the answer comes from a second retrieval inside `scope`)."""
+        is used or kept: the answer comes from a second retrieval inside `scope`). `on_text`: the answer's
+        text as it is written (deltas), when the answerer streams (`StreamsText`); others answer whole."""
         timings: dict[str, float] = {}
         t = time.perf_counter()
         completion = self.completer.complete(question, history)
@@ -120,7 +122,9 @@ class Pipeline:
         timings.update({f"retrieval.{k}": v for k, v in retrieval.timings_ms.items()})
 
         t = time.perf_counter()
-        if isinstance(self.answerer, ReadsRankings):  # whether the question is covered at all (support.py)
+        if on_text is not None and isinstance(self.answerer, StreamsText) and self.answerer.streams_text:
+            answer = self.answerer.answer(completion.question, retrieval.evidences, on_text=on_text)
+        elif isinstance(self.answerer, ReadsRankings):  # whether the question is covered at all (support.py)
             hybrid = self.retriever.options.mode == "hybrid"  # one ranking alone cannot disagree
             agree = not hybrid or rankings_agree(retrieval.lexical, retrieval.dense)
             answer = self.answerer.answer(completion.question, retrieval.evidences, rankings_agree=agree)

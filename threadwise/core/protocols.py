@@ -3,7 +3,7 @@ connectors) implement them; the stages only ever see these."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Protocol, runtime_checkable
 
 import numpy as np
@@ -80,6 +80,24 @@ class ChatModel(Protocol):
     ) -> str: ...
 
 
+@runtime_checkable
+class StreamingChat(Protocol):
+    """A chat model that can also stream: `on_text` gets the completion's text as it arrives (deltas, in
+    order), and the whole completion is returned as by `ChatModel.chat`. `streams` says it can."""
+
+    name: str
+    streams: bool
+
+    def chat(
+        self,
+        messages: list[dict[str, str]],
+        *,
+        temperature: float = 0.0,
+        max_tokens: int | None = None,
+        on_text: Callable[[str], None] | None = None,
+    ) -> str: ...
+
+
 class ChatError(RuntimeError):
     """The LLM endpoint could not answer (unreachable, wrong key, rate-limited beyond retries, timeout)."""
 
@@ -102,6 +120,22 @@ class Answerer(Protocol):
     deterministic: bool  # True: one counterfactual run per cluster is enough
 
     def answer(self, question: str, evidences: Sequence[Evidence]) -> Answer: ...
+
+
+@runtime_checkable
+class StreamsText(Protocol):
+    """An answerer that can hand over its answer's text as it is written (`streams_text`); the pipeline
+    passes `on_text` to it when the front end wants the text early. Any other answerer answers whole."""
+
+    streams_text: bool
+
+    def answer(
+        self,
+        question: str,
+        evidences: Sequence[Evidence],
+        *,
+        on_text: Callable[[str], None] | None = None,
+    ) -> Answer: ...
 
 
 class PageSource(Protocol):

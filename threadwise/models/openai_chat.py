@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import logging
 import threading
-from typing import Any
+from collections.abc import Callable
+from typing import Any, cast
 
 import openai
+from openai.types.chat import ChatCompletionChunk
 
 from threadwise import metrics
 from threadwise.core.protocols import ChatError
@@ -45,6 +47,7 @@ class OpenAIChat:
     ) -> None:
         self.model = model
         self.name = model
+        self.streams = True  # `chat(..., on_text=...)` streams the completion (StreamingChat)
         self.timeout = timeout
         self.max_retries = max_retries
         self._client = client or _make_client(
@@ -61,14 +64,24 @@ class OpenAIChat:
         self._lock = threading.Lock()
 
     def chat(
-        self, messages: list[dict[str, str]], *, temperature: float = 0.0, max_tokens: int | None = None
+        self,
+        messages: list[dict[str, str]],
+        *,
+        temperature: float = 0.0,
+        max_tokens: int | None = None,
+        on_text: Callable[[str], None] | None = None,
     ) -> str:
-        """Send `messages`, return the completion text (stripped). Raises `ChatError` on any failure."""
+        """Send `messages`, return the completion text (stripped). Raises `ChatError` on any failure.
+
+        `on_text`: the completion is streamed (`stream=True`) and each piece of text is handed to it as it
+        arrives (deltas, in order; their concatenation is the completion before stripping)."""
         request: dict[str, Any] = {"temperature": temperature}
         if max_tokens is not None:
             request["max_tokens"] = max_tokens
         for _ in range(3):  # at most two parameter adaptations, then the real answer or error
             try:
+                if on_text is not None:
+                    return self._streamed(messages, self._adapted(request), on_text)
                 response = self._client.chat.completions.create(
                     model=self.model,
                     messages=messages,  # type: ignore[arg-type]
@@ -87,6 +100,35 @@ class OpenAIChat:
         raise ChatError(
             f"The language model {self.model} at {self.endpoint} rejected every parameter variant."
         )
+
+    def _streamed(
+        self, messages: list[dict[str, str]], request: dict[str, Any], on_text: Callable[[str], None]
+    ) -> str:
+        """One streamed completion: its deltas go to `on_text` as they arrive; the whole text is returned.
+        An `openai.OpenAIError` (at the start or mid-stream) propagates to `chat`'s handling."""
+        stream = cast(
+            "openai.Stream[ChatCompletionChunk]",
+            self._client.chat.completions.create(
+                model=self.model,
+                messages=messages,  # type: ignore[arg-type]
+                stream=True,
+                **request,
+            ),
+        )
+        pieces: list[str] = []
+        with stream:
+            for chunk in stream:
+                delta = chunk.choices[0].delta.content if chunk.choices else None
+                if delta:
+                    pieces.append(delta)
+                    on_text(delta)
+        text = "".join(pieces).strip()
+        metrics.llm_call(self.model, ok=True, usage=None)
+        if not text:
+            raise ChatError(
+                f"The language model {self.model} at {self.endpoint} gave no answer (the reply was empty)."
+            )
+        return text
 
     # -- helpers -----------------------------------------------------------------------------------------
 

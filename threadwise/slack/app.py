@@ -34,9 +34,11 @@ from threadwise.reports.service import GapReports
 from threadwise.slack import blocks
 from threadwise.slack.actions import ActionContext, register_actions
 from threadwise.slack.admins import AdminCheck, slack_commands
+from threadwise.slack.assistant import assistant_for
 from threadwise.slack.gaps import home_blocks, slack_gaps
 from threadwise.slack.gaps import register as register_gaps
 from threadwise.slack.handover import INBOX, inbox_key, placeholder_ref, replay_received, resume_slack
+from threadwise.slack.help_desk import SlackHelpDesk
 from threadwise.slack.home import home_view
 from threadwise.slack.identity import SlackAskers, slack_directory
 from threadwise.slack.installation import Installation
@@ -44,6 +46,7 @@ from threadwise.slack.messenger import SlackMessenger
 from threadwise.slack.mrkdwn import SLACK, mentions_other_user
 from threadwise.slack.question import PLATFORM, Question, question_of, refusal_of
 from threadwise.slack.settings import SlackSettings, make_client
+from threadwise.slack.streaming import AnswerStream, finish_streamed
 from threadwise.slack.thread import thread_context
 from threadwise.sync.admin import AdminService
 
@@ -115,11 +118,21 @@ class SlackBot:
             name="threadwise",
         )
         self.app.use(self.installation.only_this)
+        self.app.use(  # the assistant view: greeting, suggested prompts, its threads' questions
+            assistant_for(
+                admin=admin,
+                external=self.installation.external,
+                start_answer=self.start_answer,
+                finish_claim=self.finish_claim,
+            )
+        )
         self.app.event("app_mention")(self.on_mention)
         self.app.event("message")(self.on_message)
         self.app.event("app_home_opened")(self.on_home_opened)
         if self.gaps is not None:
             register_gaps(self.app, self.gaps, is_admin=self.is_admin, submit=self.submit)
+        self.help_desk = SlackHelpDesk(self)  # auto, private-first and experts channels (issue 30)
+        self.help_desk.register(self.app)
         register_actions(
             self.app,
             ActionContext(
@@ -131,6 +144,7 @@ class SlackBot:
                 claim=self.claim,
                 may_see=self.askers.may_see,
                 external=self.installation.presser_external,
+                down_voted=self.help_desk.down_voted,
             ),
         )
         self.app.error(self.on_error)
@@ -185,7 +199,9 @@ class SlackBot:
             log.info("ignored an app_mention without channel, user or ts: %s", body.get("event_id"))
             return
         question = replace(question, external=self.installation.external(body, event))
-        self.start_answer(question, claim=f"{question.team}:{question.channel}:{event['ts']}")
+        claim = f"{question.team}:{question.channel}:{event['ts']}"
+        if not self.help_desk.takes(question, claim=claim):
+            self.start_answer(question, claim=claim)
 
     def _message(self, body: dict[str, Any], event: dict[str, Any], context: Any) -> None:
         """DMs are conversations; in channels, a reply in a thread the bot answered in is a follow-up."""
@@ -195,17 +211,20 @@ class SlackBot:
         if question is None or not question.text:  # e.g. a file shared without a word: not a question
             return
         question = replace(question, external=self.installation.external(body, event))
+        claim = f"{question.team}:{question.channel}:{event['ts']}"
         if event.get("channel_type") != "im":
-            if not self.settings.follow_ups_without_mention or event.get("thread_ts") in (
-                None,
-                event.get("ts"),
-            ):
+            if event.get("thread_ts") in (None, event.get("ts")):  # top level: auto channels answer questions
+                self.help_desk.top_level(question, event, claim=claim, bot_user=context.bot_user_id or "")
+                return
+            if not self.settings.follow_ups_without_mention:
                 return
             if mentions_other_user(event.get("text", ""), context.bot_user_id or ""):
                 return  # people talking to each other in the thread
             if not self.conversations.knows_thread(question.key):
                 return  # never in threads the bot was not invited into
-        self.start_answer(question, claim=f"{question.team}:{question.channel}:{event['ts']}")
+            if self.help_desk.takes(question, claim=claim, follow_up=True):
+                return
+        self.start_answer(question, claim=claim)
 
     def on_home_opened(self, event: dict[str, Any]) -> None:
         user = event.get("user")
@@ -262,10 +281,17 @@ class SlackBot:
     # -- answering ----------------------------------------------------------------------------------
 
     def start_answer(
-        self, question: Question, *, claim: str | None, placeholder_ts: str | None = None
+        self,
+        question: Question,
+        *,
+        claim: str | None,
+        placeholder_ts: str | None = None,
+        announce: Callable[[], None] | None = None,
     ) -> bool:
         """Answer `question` in its thread unless `claim` was taken before; False when it was a repeat.
-        A question without a claim of its own (a button's) gets one when replicas hand questions over."""
+        A question without a claim of its own (a button's) gets one when replicas hand questions over.
+        `announce`: what shows the asker it is being answered instead of a placeholder message (an assistant
+        thread's status, set before anything is posted); the answer then comes as a new message."""
         if claim is None and self.conversations.claims is not None:
             claim = f"ask:{uuid.uuid4().hex}"
         resume = {**asdict(question), "placeholder_ts": placeholder_ts}
@@ -284,7 +310,9 @@ class SlackBot:
             try:
                 ref = placeholder_ref(claimed) if claimed is not None else ""
                 placeholder = blocks.placeholder_message(question.text, waiting=self.waiting, ref=ref)
-                if placeholder_ts is not None:
+                if announce is not None:
+                    announce()
+                elif placeholder_ts is not None:
                     placeholder_ts = self.messenger.deliver(
                         question.channel, question.thread_ts, placeholder_ts, placeholder
                     )
@@ -315,13 +343,18 @@ class SlackBot:
             conversations=self.conversations,
             admin=self.admin,
             asker=self.askers.asker(question.user, private=question.private),
-            delivery=SlackDelivery(
-                messenger=self.messenger, question=question, placeholder_ts=placeholder_ts
-            ),
+            delivery=self.delivery(question, placeholder_ts),
             markup=SLACK,
             withheld_hint=WITHHELD_HINT,
             thread_messages=thread_context(self.client, self.conversations, question),
         )
+
+    def delivery(self, question: Question, placeholder_ts: str | None) -> SlackDelivery:
+        """The answer replaces its placeholder; without one (an assistant thread) it is streamed."""
+        if placeholder_ts is not None:
+            return SlackDelivery(messenger=self.messenger, question=question, placeholder_ts=placeholder_ts)
+        stream = AnswerStream(self.client, question)
+        return StreamedSlackDelivery(self.messenger, question, None, stream=stream)
 
 
 @dataclass(frozen=True)
@@ -349,6 +382,31 @@ class SlackDelivery:
     def tell_asker(self, text: str) -> None:
         q = self.question
         self.messenger.ephemeral(q.channel, q.user, q.thread_ts, blocks.notice_message(text))
+
+
+@dataclass(frozen=True)
+class StreamedSlackDelivery(SlackDelivery):
+    """An answer with no placeholder to replace (an assistant thread shows a status instead): a language
+    model's text is streamed as it is written (`streaming.AnswerStream`) and the finished message gets the
+    answer's blocks; an answer written whole (offline, not found) is posted whole."""
+
+    stream: AnswerStream | None = None
+
+    def on_text(self, delta: str) -> None:
+        if self.stream is not None:
+            self.stream.add(delta)
+
+    def answer(self, turn: TurnView) -> str | None:
+        if self.stream is not None and self.stream.ts is not None:
+            return finish_streamed(self.stream, self.messenger, turn)
+        return super().answer(turn)
+
+    def failure(self, text: str) -> None:
+        if self.stream is None or self.stream.ts is None:
+            return super().failure(text)
+        self.stream.stop()
+        q = self.question
+        self.messenger.deliver(q.channel, q.thread_ts, self.stream.ts, blocks.notice_message(text))
 
 
 def _quiet_token_note(record: logging.LogRecord) -> bool:

@@ -20,16 +20,29 @@ DEFAULT_API_URL = "https://slack.com/api/"
 BOT_SCOPES = frozenset(
     {
         "app_mentions:read",
+        "assistant:write",
         "channels:history",
         "groups:history",
         "im:history",
+        "reactions:read",
         "chat:write",
         "commands",
         "users:read",
         "users:read.email",
     }
 )
-BOT_EVENTS = frozenset({"app_mention", "app_home_opened", "message.channels", "message.groups", "message.im"})
+BOT_EVENTS = frozenset(
+    {
+        "app_mention",
+        "app_home_opened",
+        "assistant_thread_started",
+        "assistant_thread_context_changed",
+        "message.channels",
+        "message.groups",
+        "message.im",
+        "reaction_added",
+    }
+)
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 from threadwise.core.answer.citations import cited_sources, is_not_found
@@ -37,6 +37,7 @@ class LLMAnswerer:
     """
 
     deterministic = False
+    streams_text = True  # `answer(..., on_text=...)` streams the model's answer (`StreamsText`)
 
     def __init__(
         self,
@@ -62,9 +63,18 @@ class LLMAnswerer:
         self.fallback = fallback
         self.min_coverage = min_coverage
 
-    def answer(self, question: str, evidences: Sequence[Evidence]) -> Answer:
+    def answer(
+        self,
+        question: str,
+        evidences: Sequence[Evidence],
+        *,
+        on_text: Callable[[str], None] | None = None,
+    ) -> Answer:
         """The model's answer from the evidences; "not found" without asking it when they clearly cannot
-        answer (a key term of the question in none of them: support.py), which saves the call."""
+        answer (a key term of the question in none of them: support.py), which saves the call.
+        `on_text`: the answer call's text as the model writes it (deltas), when the chat model streams; the
+        follow-up call never streams. The returned answer is what counts (the stream may be cut by a failure,
+        after which the fallback answers)."""
         if clearly_unsupported(own_and_history(question)[0], evidences, min_coverage=self.min_coverage):
             return not_found_answer(question, evidences, answerer=self.name)
         messages = self.prompts.messages(
@@ -76,7 +86,12 @@ class LLMAnswerer:
         )
         try:
             call = timed_chat(
-                self.chat, self.role, messages, temperature=self.temperature, max_tokens=self.max_tokens
+                self.chat,
+                self.role,
+                messages,
+                temperature=self.temperature,
+                max_tokens=self.max_tokens,
+                on_text=on_text,
             )
         except ChatError as err:
             if self.fallback is None:
