@@ -38,6 +38,7 @@ sys.path.insert(0, str(ROOT))
 from procstat import cpu_of  # noqa: E402  (bench/ is the script's own folder)
 from scale_bench import SHARED, wiki  # noqa: E402
 from sqlalchemy import Engine  # noqa: E402
+from stream_index import index_stream  # noqa: E402
 
 from tests.support.servers import chroma_server, postgres_server  # noqa: E402
 from threadwise.connectors.files import load_pages  # noqa: E402
@@ -46,7 +47,7 @@ from threadwise.db.base import make_engine  # noqa: E402
 from threadwise.db.schema import upgrade  # noqa: E402
 from threadwise.index.bm25_store import BM25Store  # noqa: E402
 from threadwise.index.chroma_store import ChromaServer  # noqa: E402
-from threadwise.index.indexer import index_page, index_stream  # noqa: E402
+from threadwise.index.indexer import index_page  # noqa: E402
 from threadwise.index.manifest import IndexManifest  # noqa: E402
 from threadwise.index.store import EvidenceIndex  # noqa: E402
 from threadwise.models.embedders import HashingEmbedder  # noqa: E402

@@ -70,9 +70,10 @@ def app_from_env(collection: str) -> Any:
 
 def index_here(args: argparse.Namespace) -> dict[str, Any]:
     """Index `args.size` pages into the index the settings name, as `threadwise index` would."""
+    from stream_index import index_stream
+
     from threadwise.connectors.files import load_pages
     from threadwise.index.embedding_cache import EmbedCounts
-    from threadwise.index.indexer import index_stream
 
     app = app_from_env(args.collection)
     app.embedder.warm_up()

@@ -32,12 +32,14 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from stream_index import index_stream  # noqa: E402
+
 from threadwise.connectors.files import load_pages  # noqa: E402
 from threadwise.core.retrieve.retriever import Retriever  # noqa: E402
 from threadwise.core.types import Page, Scope  # noqa: E402
 from threadwise.evaluation.dataset import load_conversations  # noqa: E402
 from threadwise.index.embedding_cache import EmbedCounts  # noqa: E402
-from threadwise.index.indexer import index_page, index_stream  # noqa: E402
+from threadwise.index.indexer import index_page  # noqa: E402
 from threadwise.index.store import EvidenceIndex  # noqa: E402
 from threadwise.models.embedders import make_embedder  # noqa: E402
 

@@ -171,3 +171,19 @@ def test_scheduler_runs_syncs_and_sync_now(env: SyncEnv, fake: FakeConfluence) -
     finally:
         scheduler.shutdown()
     assert not scheduler.running
+
+
+def test_the_scheduler_purges_daily_and_keeps_its_housekeeping_without_syncs(env: SyncEnv) -> None:
+    """`serve --no-sync` (or no Confluence): no syncs, but the retention purge still runs, at once and daily."""
+    env.admin.add_space("HR")
+    purged: list[str] = []
+    scheduler = SyncScheduler(admin=env.admin, interval_minutes=60, purge=lambda: purged.append("purged"))
+    scheduler.syncing = False
+    scheduler.start(run_now=True)
+    try:
+        wait_for(lambda: purged == ["purged"])
+        assert scheduler.next_run_at() is None  # no sync job
+        assert SyncStore(sessions=env.sessions).last_run("HR") is None
+        assert scheduler.next_digest_at() is not None
+    finally:
+        scheduler.shutdown()

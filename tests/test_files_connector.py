@@ -176,7 +176,7 @@ def test_every_confquestions_page_yields_evidence_or_a_reported_failure(
 def test_a_folder_is_a_page_source_indexed_by_the_shared_road(tmp_path: Path) -> None:
     """What the Confluence sync does with a `PageSource` (list, then fetch and `index_page` each page) works on
     a folder of page files: the place where other sources plug in."""
-    from threadwise.connectors.files import FolderSource
+    from tests.support.folder_source import FolderSource
     from threadwise.core.protocols import PageSource
     from threadwise.core.types import Page, PageFailure
     from threadwise.index.indexer import index_page

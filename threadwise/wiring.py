@@ -8,6 +8,7 @@ once, before the first question.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from functools import cached_property
 from typing import TYPE_CHECKING
 
@@ -25,6 +26,7 @@ if TYPE_CHECKING:  # the types only: these modules load late, when a command fir
     from threadwise.core.retrieve.retriever import Retriever
     from threadwise.db.conversations import ConversationStore
     from threadwise.db.leases import Leases
+    from threadwise.front_ends import FrontEnds
     from threadwise.index.store import EvidenceIndex
     from threadwise.models.llm_settings import LLMSettings
     from threadwise.permissions import PermissionService
@@ -368,4 +370,19 @@ class Threadwise:
             interval_minutes=minutes,
             leader=self.leader,
             permission_interval_minutes=permission_minutes,
+            purge=self._retention_purge(),
         )
+
+    def _retention_purge(self) -> Callable[[], object] | None:
+        """The daily purge past THREADWISE_RETENTION_DAYS (default 90; 0 keeps everything)."""
+        from threadwise.db.retention import purge_older_than, retention_days
+
+        days = retention_days(self.settings.env)
+        return (lambda: purge_older_than(self.sessions, days)) if days > 0 else None
+
+    @cached_property
+    def front_ends(self) -> FrontEnds:
+        """Slack and Teams: their settings, which of them run, their bots (`serve`)."""
+        from threadwise.front_ends import FrontEnds
+
+        return FrontEnds(root=self)

@@ -1,5 +1,5 @@
 """`threadwise purge` and `threadwise forget-user USER`: what is stored about conversations, kept no longer than
-THREADWISE_RETENTION_DAYS and removed for one person on request (`serve` purges once a day by itself)."""
+THREADWISE_RETENTION_DAYS and removed for one person on request (`serve`'s scheduler purges once a day by itself)."""
 
 from __future__ import annotations
 
@@ -45,26 +45,3 @@ def _forget(tw: Threadwise, args: argparse.Namespace) -> int:
 
     print(f"Removed for {args.user}: {forget_user(tw.sessions, args.user)}.")
     return 0
-
-
-def start_daily_purge(tw: Threadwise) -> None:
-    """In `serve`: purge past the retention period now and then once a day (a daemon thread; errors logged)."""
-    import logging
-    import threading
-
-    from threadwise.db.retention import purge_older_than, retention_days
-
-    days = retention_days(tw.settings.env)
-    if days <= 0:
-        return
-    log = logging.getLogger(__name__)
-
-    def loop() -> None:
-        while True:
-            try:
-                log.info("retention: removed %s", purge_older_than(tw.sessions, days))
-            except Exception as err:  # a locked or unreachable database: try again tomorrow
-                log.warning("retention purge failed: %s", err)
-            threading.Event().wait(24 * 3600)
-
-    threading.Thread(target=loop, name="threadwise-retention", daemon=True).start()

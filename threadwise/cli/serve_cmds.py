@@ -12,14 +12,10 @@ from typing import TYPE_CHECKING, Any
 
 from threadwise.cli.errors import print_error
 from threadwise.errors import ThreadwiseError
-from threadwise.teams.settings import TeamsSettings
 from threadwise.wiring import Threadwise
 
 if TYPE_CHECKING:
     from threadwise.chat.doctor import Check
-    from threadwise.slack.app import SlackBot
-    from threadwise.slack.settings import SlackSettings
-    from threadwise.sync.scheduler import SyncScheduler
 
 Build = Callable[[], Threadwise]
 
@@ -61,85 +57,25 @@ def register(subparsers: Any, build: Build) -> None:
 def _serve(tw: Threadwise, args: argparse.Namespace) -> int:
     from urllib.error import URLError
 
-    from threadwise.slack.serve import require_tokens
-    from threadwise.slack.settings import SlackSettings
+    from threadwise.front_ends import Serving
 
-    settings = SlackSettings.from_env(tw.settings.env)
-    teams = TeamsSettings.from_env(tw.settings.env)
-    with_slack = bool(settings.bot_token or settings.app_token) or args.http is not None
-    with_teams = args.teams is not None or teams.configured
-    if not (with_slack or with_teams):
-        raise ValueError(
-            "nothing to serve: set SLACK_BOT_TOKEN and SLACK_APP_TOKEN for Slack, and/or TEAMS_CLIENT_ID, "
-            "TEAMS_CLIENT_SECRET and TEAMS_TENANT_ID for Teams (see the README)"
-        )
-    if with_teams and teams.problem():
-        raise ValueError(teams.problem())
-    if with_slack:
-        require_tokens(settings, http_port=args.http)  # before anything is built or loaded
+    serving = Serving(http_port=args.http, teams_port=args.teams, host=args.host, sync=not args.no_sync)
     try:
-        _run_front_ends(tw, args, settings, teams, with_slack=with_slack, with_teams=with_teams)
+        tw.front_ends.serve(serving)
     except URLError as err:  # Bolt checks the token with Slack; Socket Mode opens its connection through it
         raise ThreadwiseError(
-            f"cannot reach Slack at {settings.api_url} ({err.reason}): check the network (and SLACK_API_URL, "
-            "if set)"
+            f"cannot reach Slack at {tw.front_ends.slack_settings.api_url} ({err.reason}): check the network "
+            "(and SLACK_API_URL, if set)"
         ) from None
     return 0
-
-
-def _run_front_ends(
-    tw: Threadwise,
-    args: argparse.Namespace,
-    settings: SlackSettings,
-    teams: TeamsSettings,
-    *,
-    with_slack: bool,
-    with_teams: bool,
-) -> None:
-    from threadwise.cli.data_cmds import start_daily_purge
-    from threadwise.slack.serve import serve
-
-    start_daily_purge(tw)  # THREADWISE_RETENTION_DAYS (default 90)
-    scheduler = None if args.no_sync else tw.scheduler
-    if scheduler is not None and tw.confluence is None:
-        print("Confluence is not configured: no scheduled sync; answering from what is indexed.", flush=True)
-        scheduler = None
-    if not with_teams:
-        bot = _slack_bot(tw, settings, scheduler)
-        serve(bot, http_port=args.http, host=args.host, scheduler=scheduler, warm_up=tw.warm_up)
-        return
-    from threadwise.teams.serve import serve_teams
-
-    digests = scheduler.digests if scheduler is not None else None
-    with serve_teams(tw, teams, host=args.host, port=args.teams or 3978, warm_up=tw.warm_up, digests=digests):
-        if with_slack:
-            bot = _slack_bot(tw, settings, scheduler)
-            serve(bot, http_port=args.http, host=args.host, scheduler=scheduler)
-        else:
-            from threadwise.teams.serve import run_until_stopped
-
-            run_until_stopped(scheduler)
-
-
-def _slack_bot(tw: Threadwise, settings: SlackSettings, scheduler: SyncScheduler | None) -> SlackBot:
-    """The Slack bot, with the admins' knowledge gaps; its weekly digest joins the scheduler."""
-    from threadwise.slack.app import build_slack_bot
-
-    bot = build_slack_bot(
-        conversations=tw.conversations, admin=tw.admin, settings=settings, gap_reports=tw.gap_reports
-    )
-    if scheduler is not None and bot.gaps is not None:
-        scheduler.digests.append(bot.gaps.post_digest)
-    return bot
 
 
 def _doctor(tw: Threadwise, args: argparse.Namespace) -> int:
     from threadwise.chat.doctor import Check, all_ok, render, run_check
     from threadwise.cli.backend_checks import backend_checks
     from threadwise.slack.doctor import slack_checks
-    from threadwise.slack.settings import SlackSettings
 
-    slack, teams = SlackSettings.from_env(tw.settings.env), TeamsSettings.from_env(tw.settings.env)
+    slack, teams = tw.front_ends.slack_settings, tw.front_ends.teams_settings
     if slack.bot_token or not teams.configured:
         checks = slack_checks(slack, http=args.http, per_user=tw.settings.permissions == "per-user")
     else:

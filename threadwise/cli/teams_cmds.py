@@ -29,9 +29,8 @@ def register(subparsers: Any, build: Build) -> None:
 
 def _package(tw: Threadwise, args: argparse.Namespace) -> int:
     from threadwise.teams.package import domain_of, package
-    from threadwise.teams.settings import TeamsSettings
 
-    settings = TeamsSettings.from_env(tw.settings.env)
+    settings = tw.front_ends.teams_settings
     hosts = [*args.domain, *tw.settings.get("THREADWISE_TEAMS_DOMAIN").split(",")]
     confluence = tw.settings.get("CONFLUENCE_URL")
     domains = [domain_of(h) for h in [*hosts, confluence] if h.strip()]

@@ -15,11 +15,10 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from threadwise.core.types import Page, PageFailure, PageRef
+from threadwise.core.types import Page, PageFailure
 
 SAMPLE_WIKI_DIR = Path(__file__).resolve().parent.parent / "sample_wiki"  # the pages shipped with the package
 
@@ -59,39 +58,6 @@ def load_pages(folder: Path | str) -> tuple[list[Page], list[PageFailure]]:
         seen[page.id] = path.name
         pages.append(page)
     return pages, failures
-
-
-class FolderSource:
-    """A folder of page files as a `PageSource`, read once; `space` "" lists every page of the folder.
-
-    Files that could not be read are in `failures` (a listing has no place for them).
-    """
-
-    def __init__(self, folder: Path | str) -> None:
-        self.folder = Path(folder)
-        self._pages: dict[str, Page] | None = None
-        self.failures: list[PageFailure] = []
-
-    def _all(self) -> dict[str, Page]:
-        if self._pages is None:
-            pages, self.failures = load_pages(self.folder)
-            self._pages = {p.id: p for p in pages}
-        return self._pages
-
-    def list_pages(self, space: str) -> list[PageRef]:
-        return [
-            PageRef(id=p.id, title=p.title, version=p.version, ancestors=p.ancestors)
-            for p in self._all().values()
-            if not space or p.space == space
-        ]
-
-    def get_page(
-        self, page_id: str, *, space: str = "", ancestors: Sequence[str] | None = None
-    ) -> Page | PageFailure:
-        page = self._all().get(page_id)
-        if page is None or (space and page.space != space):
-            return PageFailure(page_id=page_id, title="", reason=f"no such page in {self.folder}")
-        return page
 
 
 def page_from_json(data: Any, *, fallback_id: str = "") -> Page:

@@ -170,10 +170,6 @@ class ChromaStore:
     def delete_where(self, where: dict[str, Any]) -> None:
         self._collection.delete(where=where)
 
-    def delete_ids(self, ids: Sequence[str]) -> None:
-        for start in range(0, len(ids), 2000):
-            self._collection.delete(ids=list(ids[start : start + 2000]))
-
     def query(self, vector: np.ndarray, k: int, where: dict[str, Any] | None) -> list[Row]:
         """The `k` nearest rows (fewer if there are not so many) as (row id, cosine similarity, document,
         metadata), best first (the document is None for rows written since rows keep their evidence in the

@@ -8,7 +8,6 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from functools import partial
-from itertools import islice
 from typing import Generic, TypeVar
 
 from threadwise.core.ingest.contextualize import ContextParts
@@ -201,17 +200,6 @@ def index_page(
     """One page down the same road, in the caller's thread."""
     extracted = extract_batch(index, [page], extract=extract, limits=limits)
     return write_batch(index, embed_batch(index, extracted, counts=counts))[0]
-
-
-def index_stream(
-    index: EvidenceIndex, pages: Iterable[Page], *, counts: EmbedCounts | None = None
-) -> list[bool | PageFailure]:
-    """`pages` through `IndexPipeline`, `BATCH_PAGES` at a time, without extraction options, progress or
-    removals (the benches feed the wikis they generate this way); the outcomes in order."""
-    upcoming = iter(pages)
-    batches = iter(lambda: list(islice(upcoming, BATCH_PAGES)), [])
-    with IndexPipeline[None](index, counts=counts) as pipeline:
-        return [outcome for _, outcomes in pipeline.run((b, None) for b in batches) for outcome in outcomes]
 
 
 def index_pages(

@@ -28,6 +28,7 @@ log = logging.getLogger(__name__)
 JOB_ID = "confluence-sync"
 PERMISSION_JOB_ID = "confluence-permission-sync"
 DIGEST_JOB_ID = "knowledge-gap-digest"
+PURGE_JOB_ID = "retention-purge"
 # the knowledge-gap digest: Mondays at 09:00 UTC (a fixed time, so restarts neither skip nor repeat it)
 DIGEST_TRIGGER = CronTrigger(day_of_week="mon", hour=9, minute=0, timezone=UTC)
 
@@ -51,11 +52,13 @@ class SyncScheduler:
         on_reports: Callable[[list[SyncReport]], None] | None = None,
         leader: Leadership | None = None,
         permission_interval_minutes: float = 30.0,
+        purge: Callable[[], object] | None = None,
     ) -> None:
         """`on_reports` is called after each run with its reports (e.g. to refresh the Slack Home tab).
         `leader`: scheduled runs happen only while it says this replica leads; None: always (one process).
         `permission_interval_minutes`: how often the permission sync runs (0: never; it also does nothing
-        under THREADWISE_PERMISSIONS=off)."""
+        under THREADWISE_PERMISSIONS=off). `purge`: the daily removal of conversations past their retention
+        (None: keep everything); it runs on every replica, as it is the same work wherever it runs."""
         self.admin = admin
         self.leader = leader
         self.interval = timedelta(minutes=interval_minutes)
@@ -64,17 +67,43 @@ class SyncScheduler:
         self.last_reports: list[SyncReport] = []
         # the front ends' weekly knowledge-gap digests (each posts where its admins chose, or does nothing)
         self.digests: list[Callable[[], object]] = []
+        self.purge = purge
+        self.syncing = True  # False: only the housekeeping (retention purge, digests), e.g. `serve --no-sync`
         self._scheduler = BackgroundScheduler(timezone=UTC)
 
     def start(self, *, run_now: bool = True) -> None:
-        """Start the schedule; with `run_now` the first run starts at once, else after one interval."""
+        """Start the schedule; with `run_now` the first run (and purge) starts at once, else after one interval.
+        Without `syncing`, only the housekeeping runs."""
         first_run = {"next_run_time": datetime.now(UTC)} if run_now else {}  # None would add it paused
+        if self.purge is not None:
+            self._scheduler.add_job(
+                self._purge,
+                IntervalTrigger(days=1, timezone=UTC),
+                id=PURGE_JOB_ID,
+                max_instances=1,
+                coalesce=True,
+                misfire_grace_time=None,
+                replace_existing=True,
+                **first_run,
+            )
+        self._scheduler.add_job(
+            self.run_digests,
+            DIGEST_TRIGGER,
+            id=DIGEST_JOB_ID,
+            max_instances=1,
+            coalesce=True,
+            misfire_grace_time=None,
+            replace_existing=True,
+        )
         if (
             self.leader is not None
         ):  # elected (or not) before the first run asks; later elections sync at once
             self.leader.on_elected = None
             self.leader.start()
-            self.leader.on_elected = self._elected
+            self.leader.on_elected = self._elected if self.syncing else None
+        if not self.syncing:  # digests still go out from the leader only
+            self._scheduler.start()
+            return
         self._scheduler.add_job(
             self._run,
             IntervalTrigger(seconds=self.interval.total_seconds(), timezone=UTC),
@@ -96,15 +125,6 @@ class SyncScheduler:
                 misfire_grace_time=None,
                 replace_existing=True,
             )
-        self._scheduler.add_job(
-            self.run_digests,
-            DIGEST_TRIGGER,
-            id=DIGEST_JOB_ID,
-            max_instances=1,
-            coalesce=True,
-            misfire_grace_time=None,
-            replace_existing=True,
-        )
         self._scheduler.start()
 
     def _elected(self) -> None:
@@ -169,6 +189,14 @@ class SyncScheduler:
             log.warning("scheduled permission sync skipped: %s", e)
         except Exception:
             log.exception("scheduled permission sync failed")
+
+    def _purge(self) -> None:
+        if self.purge is None:
+            return
+        try:
+            log.info("retention: removed %s", self.purge())
+        except Exception as err:  # a locked or unreachable database: try again tomorrow
+            log.warning("retention purge failed: %s", err)
 
     def run_digests(self) -> None:
         """Post each front end's knowledge-gap digest; on the sync leader only, so it goes out once a week."""

@@ -13,9 +13,8 @@ import signal
 import socket
 import sys
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
 
 import uvicorn
 from fastapi import Response
@@ -23,7 +22,6 @@ from fastapi import Response
 from threadwise import metrics
 from threadwise.chat.serving import Scheduler, drain
 from threadwise.teams.app import MESSAGES_PATH, TeamsBot
-from threadwise.teams.settings import TeamsSettings
 
 log = logging.getLogger(__name__)
 
@@ -111,28 +109,13 @@ class TeamsServer:
 
 
 @contextmanager
-def serve_teams(
-    tw: Any,
-    settings: TeamsSettings,
-    *,
-    host: str,
-    port: int,
-    warm_up: Callable[[], None] | None = None,
-    digests: list[Callable[[], object]] | None = None,
-) -> Iterator[TeamsServer]:
-    """The Teams endpoint for the composition root `tw`, serving while the block runs; refuses to start
-    (ValueError, saying what to set) with settings that cannot authenticate requests. Its weekly
-    knowledge-gap digest joins `digests` (the scheduler's)."""
+def serve_teams(bot: TeamsBot, *, host: str, port: int) -> Iterator[TeamsServer]:
+    """Serve `bot`'s endpoint while the block runs; refuses to start (ValueError, saying what to set) with
+    settings that cannot authenticate requests."""
+    settings = bot.settings
     problem = settings.problem()
     if problem:
         raise ValueError(problem)
-    if warm_up is not None:
-        warm_up()
-    bot = TeamsBot(
-        conversations=tw.conversations, admin=tw.admin, settings=settings, gap_reports=tw.gap_reports
-    )
-    if digests is not None and bot.gaps is not None:
-        digests.append(bot.gaps.post_digest)
     server = TeamsServer(bot, host=host, port=port).start()
     if settings.allow_unauthenticated:
         print(UNAUTHENTICATED_WARNING, file=sys.stderr, flush=True)
