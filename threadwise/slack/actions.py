@@ -53,6 +53,8 @@ class ActionContext:
         [str, str, TurnView], bool
     ]  # (user, channel, turn): may they see more of a stored answer
     external: Callable[[dict[str, Any]], bool]  # (press): its presser is another organisation's, not let in
+    # (channel, user, thread_ts, answer): after a 👎, what a help-desk channel offers (Still need help?)
+    down_voted: Callable[[str, str, str, TurnView], None] | None = None
 
 
 def register_actions(app: App, bot: ActionContext) -> None:
@@ -201,6 +203,8 @@ def _feedback(bot: ActionContext, ack: Any, body: dict[str, Any], action: dict[s
             bot, where, blocks.feedback_modal(turn_id, channel=where.channel, thread_ts=str(where.thread_ts))
         )
     bot.conversations.vote(turn_id, where.user, vote)
+    if vote == "down" and bot.down_voted is not None:
+        bot.down_voted(where.channel, where.user, str(where.thread_ts), turn)
     if vote == "up":
         bot.messenger.ephemeral(
             where.channel, where.user, where.thread_ts, _notice("Thanks for the 👍, noted.")
