@@ -7,7 +7,7 @@ import pytest
 
 from tests.test_attribution import evidence
 from threadwise.core.answer.names import german_names, looks_german, numbered_names
-from threadwise.core.answer.support import missing_terms, required_terms, supported
+from threadwise.core.answer.support import lacks_money, missing_terms, required_terms, supported
 
 
 def test_a_name_with_a_number_is_one_term() -> None:
@@ -100,3 +100,23 @@ def test_supported_needs_the_numbered_names_and_german_names_on_the_pages() -> N
     assert supported("Which Debian 11 guests were measured?", [page], {0}, min_coverage=0.5)
     assert not supported("Which Debian 12 guests were measured?", [page], {0}, min_coverage=0.5)
     assert not supported("Welche Gäste wurden in Tokio gemessen?", [page], {0}, min_coverage=0.5)
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "How much does the Atlas team earn?",
+        "Wie viel verdient das Atlas-Team?",
+        "What is the price of a license?",
+    ],
+)
+def test_a_question_for_a_price_or_pay_needs_an_amount_of_money(question: str) -> None:
+    assert lacks_money(question, ["Team Atlas: set up your machine in about an hour."])
+    assert not lacks_money(question, ["A seat costs 40 EUR a month."])
+    assert not lacks_money(question, ["A seat costs $40 a month."])
+
+
+def test_other_questions_need_no_money() -> None:
+    page = ["The build needs 8 GB of memory."]
+    assert not lacks_money("How much memory does the build need?", page)
+    assert not lacks_money("Wie reiche ich meine Reisekosten ein?", page)  # how to, not how much

@@ -214,13 +214,31 @@ def coverage(question: str, texts: Sequence[str], *, evidence_german: bool | Non
     return 1 - len(missing_terms(words, texts)) / len(words)
 
 
+# A question for a price or a pay is answered by an amount of money: pages without one answer something else
+# ("How much does the Atlas team earn?" over a wiki whose every page names the team).
+_MONEY_QUESTION = re.compile(
+    r"\bhow much\b.*\b(?:earn|earns|make|makes|cost|costs|pay|pays|paid|charge|charges)\b"
+    r"|\b(?:price|prices|pricing|salary|salaries|wage|wages|fee|fees|budget|budgets)\b"
+    r"|\b(?:verdien\w*|kostet|kosten|gehalt|gehälter|lohn|löhne|preis\w*|gebühr\w*|bezahl\w*)\b",
+    re.IGNORECASE,
+)
+_MONEY = re.compile(r"[€$£¥]|\b(?:EUR|USD|GBP|CHF|JPY)\b|\b(?:[Ee]uros?|[Dd]ollars?|[Ff]ranken|[Cc]ents?)\b")
+
+
+def lacks_money(question: str, texts: Iterable[str]) -> bool:
+    """Whether the question asks for a price or a pay and none of the texts names an amount of money."""
+    return _MONEY_QUESTION.search(question) is not None and not any(_MONEY.search(t) for t in texts)
+
+
 def supported(
     question: str, evidences: Sequence[Evidence], quoted: Collection[int], *, min_coverage: float
 ) -> bool:
     """Whether every key term of the question is in some evidence, and (same language) the pages of the
     `quoted` evidences hold `min_coverage` of its content words. Key terms are looked up in all evidences:
-    in the quoted pages alone, 7-8 % of the dev split's answerable questions missed one (README)."""
-    if missing_terms(required_terms(question), [e.context_text for e in evidences]):
+    in the quoted pages alone, 7-8 % of the dev split's answerable questions missed one (README). A question
+    for a price or a pay also needs an amount of money in some evidence (`lacks_money`)."""
+    everything = [e.context_text for e in evidences]
+    if missing_terms(required_terms(question), everything) or lacks_money(question, everything):
         return False
     texts = [t for k in sorted(quoted) for t in page_texts(evidences, k)]
     german = {evidence_is_german(evidences[k]) for k in quoted}
@@ -230,9 +248,10 @@ def supported(
 
 def clearly_unsupported(question: str, evidences: Sequence[Evidence], *, min_coverage: float) -> bool:
     """Whether no answer can come from these evidences: one of the question's key terms is in none of them,
-    or (words matching, same language) they hold less than `min_coverage` of its content words."""
+    it asks for a price or a pay and none names an amount of money, or (words matching, same language) they
+    hold less than `min_coverage` of its content words."""
     texts = [e.context_text for e in evidences]
-    if not texts or missing_terms(required_terms(question), texts):
+    if not texts or missing_terms(required_terms(question), texts) or lacks_money(question, texts):
         return True
     german = {evidence_is_german(e) for e in evidences}
     language = german.pop() if len(german) == 1 else None
@@ -246,6 +265,7 @@ __all__ = [
     "content_terms",
     "coverage",
     "key_terms",
+    "lacks_money",
     "missing_terms",
     "not_found_answer",
     "page_texts",
