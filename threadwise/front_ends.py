@@ -13,7 +13,7 @@ from __future__ import annotations
 from contextlib import ExitStack
 from dataclasses import dataclass
 from functools import cached_property
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 if TYPE_CHECKING:
     from threadwise.chat.conversations import ConversationService
@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from threadwise.teams.app import TeamsBot
     from threadwise.teams.settings import TeamsSettings
 
+B = TypeVar("B", "SlackBot", "TeamsBot")
 TEAMS_PORT = 3978  # the Bot Framework's customary port
 
 
@@ -103,9 +104,7 @@ class FrontEnds:
             settings=self.slack_settings,
             gap_reports=root.gap_reports,
         )
-        if scheduler is not None and bot.gaps is not None:
-            scheduler.digests.append(bot.gaps.post_digest)
-        return bot
+        return _with_digest(bot, scheduler)
 
     def teams_bot(self, scheduler: SyncScheduler | None = None) -> TeamsBot:
         """The Teams bot, with the admins' knowledge gaps; its weekly digest joins `scheduler`."""
@@ -118,9 +117,7 @@ class FrontEnds:
             settings=self.teams_settings,
             gap_reports=root.gap_reports,
         )
-        if scheduler is not None and bot.gaps is not None:
-            scheduler.digests.append(bot.gaps.post_digest)
-        return bot
+        return _with_digest(bot, scheduler)
 
     def serve(self, serving: Serving) -> None:
         """Run the chosen front ends and the scheduler until Ctrl-C or SIGTERM, in the order above."""
@@ -155,3 +152,10 @@ class FrontEnds:
                 from threadwise.teams.serve import run_until_stopped
 
                 run_until_stopped(scheduler)
+
+
+def _with_digest(bot: B, scheduler: SyncScheduler | None) -> B:
+    """`bot`, its weekly knowledge-gap digest (if it has the report) joined to `scheduler`."""
+    if scheduler is not None and bot.gaps is not None:
+        scheduler.digests.append(bot.gaps.post_digest)
+    return bot
