@@ -5,10 +5,12 @@ slack_world), served by uvicorn on 127.0.0.1 (a free port), answering through a 
 from __future__ import annotations
 
 import subprocess
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
+from http.server import ThreadingHTTPServer
 from typing import Any
 
 import httpx
@@ -89,6 +91,19 @@ def serving_teams(
         bot.wait_idle(timeout=20)
         server.stop()
         bot.close()
+
+
+@contextmanager
+def shared_connector(module: Any) -> Iterator[str]:
+    """The independent Bot Framework connector (../shared/fakes/fake_teams.py, loaded as `module`) on a free
+    port of 127.0.0.1 with its default members; its URL."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), module.make_handler(module.State(module.DEFAULT_MEMBERS)))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
 
 
 def wait_healthy(url: str, process: subprocess.Popen[str], timeout: float = 300) -> None:

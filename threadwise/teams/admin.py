@@ -7,13 +7,14 @@ THREADWISE_TEAMS_ADMINS; everyone may read, only they may change what is synced.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from threadwise.chat.admin_commands import AdminCommands
 from threadwise.chat.status_text import feedback_lines
 from threadwise.chat.turn_views import page_date
+from threadwise.db.channel_modes import Expert
 from threadwise.sync.admin import AdminService
 
 PREFIX = "admin"
@@ -134,6 +135,7 @@ def run_command(
     reply: Callable[[str], None],
     feedback: Callable[[], dict[str, Any]],
     gaps: Callable[[str], str] | None = None,
+    mentions: Sequence[Expert] = (),
 ) -> None:
     """Run one admin command; its replies go out as Teams Markdown through `reply`. `feedback` is the admins' summary, which Slack shows on its Home tab; `gaps`
     answers `gaps` and `digest …` in Teams Markdown (None: no knowledge-gap report here)."""
@@ -145,9 +147,13 @@ def run_command(
             )
             return
         if name == "feedback":
-            reply(paragraphs("\n".join(feedback_lines(feedback(), TEAMS))))
+            counts = commands.admin.channels.counts()
+            help_line = f"**Still need help** (calls to a channel's experts): {counts.opened} · resolved {counts.resolved}"
+            reply(paragraphs("\n".join([*feedback_lines(feedback(), TEAMS), help_line])))
             return
         if gaps is not None:
             reply(gaps(command))
             return
-    commands.run(command, user=user, channel=channel, reply=lambda text: reply(paragraphs(text)))
+    commands.run(
+        command, user=user, channel=channel, reply=lambda text: reply(paragraphs(text)), mentions=mentions
+    )

@@ -23,26 +23,29 @@ import asyncio
 import hashlib
 import logging
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any
 
 from fastapi import FastAPI
 from fastapi.responses import PlainTextResponse
 from microsoft_teams.api.activities.typing import TypingActivityInput
+from microsoft_teams.api.models.account import Account
 
 from threadwise.chat.answering import Asked, answer_in_thread, empty_question
 from threadwise.chat.conversations import ConversationService, TurnView
+from threadwise.chat.help_desk import is_question
 from threadwise.chat.identity import WITHHELD_HINT_TEAMS, EmailDirectory
 from threadwise.chat.pool import Activity, TrackedPool
-from threadwise.chat.pressed import NOT_HERE, Pressed, pressed_turn, suggested
+from threadwise.chat.pressed import NOT_HERE, Pressed, pressed_turn, suggested, turn_number
+from threadwise.db.channel_modes import ChannelMode, Expert
 from threadwise.db.claims import Claim
 from threadwise.permissions import Asker
 from threadwise.reports.service import GapReports
 from threadwise.sync.admin import AdminService
-from threadwise.teams import cards
+from threadwise.teams import cards, help_desk
 from threadwise.teams.activity import (
     PLATFORM,
     ActivityEndpoint,
@@ -56,7 +59,7 @@ from threadwise.teams.activity import (
 from threadwise.teams.admin import TEAMS, admin_command, make_commands, run_command
 from threadwise.teams.gaps import teams_gaps
 from threadwise.teams.handover import resume_payload, resume_teams
-from threadwise.teams.identity import is_personal, member_email
+from threadwise.teams.identity import PERSONAL, is_personal, member_email
 from threadwise.teams.messenger import TeamsMessenger
 from threadwise.teams.settings import TeamsSettings
 
@@ -190,10 +193,12 @@ class TeamsBot:
         place = place_of(activity)
         text = question_text(activity)
         mentioned = activity.is_recipient_mentioned()
-        if place.kind != "personal" and not mentioned:
-            if not await asyncio.to_thread(self._is_follow_up, place, activity):
-                return
         command = admin_command(text)
+        auto = False  # answered because the channel's auto mode saw a question, not because anyone asked me
+        if place.kind != "personal" and not mentioned:
+            auto = command is None and await asyncio.to_thread(self._is_auto_question, place, activity, text)
+            if not auto and not await asyncio.to_thread(self._is_follow_up, place, activity):
+                return
         question = command is None and bool(text)
         resume = resume_payload(place, text, str(activity.id)) if question else None
         claimed = await asyncio.to_thread(self.claim, activity_key(place, activity.id), resume)
@@ -201,19 +206,39 @@ class TeamsBot:
             log.info("already answered activity %s (redelivered)", activity.id)
             return
         if command is not None:
-            self.submit(lambda: self._admin(place, command), "an admin command")
+            experts = help_desk.command_mentions(activity)
+            self.submit(lambda: self._admin(place, command, experts), "an admin command")
             return
         if not text:
             await self.messenger.send_async(place, cards.notice(empty_question(TEAMS)))
             return
-        await self._start_answer(place, text, claimed)
+        await self._start_answer(place, text, claimed, quiet=auto)
 
-    async def _start_answer(self, place: Place, text: str, claimed: str) -> None:
-        """Typing in the conversation, then the answer from a worker (which finishes the claim)."""
+    async def _start_answer(self, place: Place, text: str, claimed: str, *, quiet: bool = False) -> None:
+        """Typing in the conversation (not where the answer may stay unposted or go to the asker alone), then
+        the answer from a worker (which finishes the claim)."""
         try:
-            await self.messenger.send_async(place, TypingActivityInput())
+            mode = await asyncio.to_thread(self.mode_of, place)
+            if not (quiet or mode.private):
+                await self.messenger.send_async(place, TypingActivityInput())
         finally:
-            self.submit(lambda: self._answer(place, text, claimed), "answering")
+            self.submit(lambda: self._answer(place, text, claimed, quiet=quiet), "answering")
+
+    def mode_of(self, place: Place) -> ChannelMode:
+        """The help-desk mode of the place's channel (or group chat); a personal chat has none."""
+        if place.kind == PERSONAL:
+            return ChannelMode(place.key.channel)
+        mode = self.admin.channels.get(place.key.channel)
+        return mode if place.kind == "channel" else replace(mode, auto=False, private=False)
+
+    def _is_auto_question(self, place: Place, activity: Any, text: str) -> bool:
+        """A new post in a channel whose auto mode is on, that asks something and is addressed to no one else."""
+        return (
+            help_desk.is_top_level(place, activity)
+            and not mentions_someone_else(activity)
+            and is_question(text)
+            and self.mode_of(place).auto
+        )
 
     def _is_follow_up(self, place: Place, activity: Any) -> bool:
         """A message without a mention in a channel thread the bot answered in, addressed to no one else."""
@@ -226,24 +251,32 @@ class TeamsBot:
             and self.conversations.knows_thread(place.key)
         )
 
-    def _answer(self, place: Place, text: str, claimed: str | None = None) -> None:
+    def _answer(self, place: Place, text: str, claimed: str | None = None, *, quiet: bool = False) -> None:
         try:
-            self._answer_now(place, text)
+            self._answer_now(place, text, quiet=quiet)
         finally:
             self.conversations.finish_event(claimed)
 
-    def _answer_now(self, place: Place, text: str) -> None:
+    def _answer_now(self, place: Place, text: str, *, quiet: bool = False) -> None:
+        mode = self.mode_of(place)
+        delivery: TeamsDelivery | help_desk.HelpDeskDelivery = TeamsDelivery(
+            messenger=self.messenger, place=place
+        )
+        if quiet or not mode.is_default:
+            delivery = help_desk.HelpDeskDelivery(
+                messenger=self.messenger, place=place, mode=mode, quiet=quiet
+            )
         answer_in_thread(
             Asked(key=place.key, text=text, user=place.user, private=is_personal(place)),
             conversations=self.conversations,
             admin=self.admin,
             asker=self.asker(place),
-            delivery=TeamsDelivery(messenger=self.messenger, place=place),
+            delivery=delivery,
             markup=TEAMS,
             withheld_hint=WITHHELD_HINT_TEAMS,
         )
 
-    def _admin(self, place: Place, command: str) -> None:
+    def _admin(self, place: Place, command: str, mentions: Sequence[Expert] = ()) -> None:
         run_command(
             self.commands,
             command,
@@ -252,6 +285,7 @@ class TeamsBot:
             reply=lambda text: self._reply(place, text),
             feedback=lambda: self.conversations.feedback_summary(self.asker(place)),
             gaps=partial(self.gaps.run, place=place) if self.gaps else None,
+            mentions=mentions,
         )
 
     def _reply(self, place: Place, text: str) -> None:
@@ -264,6 +298,8 @@ class TeamsBot:
         the invoke's answer (a refusal too) shows to the person who pressed only."""
         action = ctx.activity.value.action
         data = action.data if isinstance(action.data, dict) else {}
+        if action.verb in help_desk.VERBS:
+            return await self._help_desk_press(ctx.activity, action.verb, data)
         if action.verb not in (cards.EXPLAIN, cards.RETRY, cards.ASK):
             log.info("ignored card action %r", action.verb)
             return cards.message_response("This button does nothing any more.")
@@ -293,6 +329,91 @@ class TeamsBot:
                 "Still working on the explanation; it will appear in this conversation."
             )
         return cards.card_response(cards.explanation_card(turn, view))
+
+    async def _help_desk_press(self, activity: Any, verb: str, data: dict[str, Any]) -> Any:
+        """Share to channel, Keep to myself, Still need help? and Mark resolved (`threadwise.teams.help_desk`)."""
+        place = place_of(activity)
+        name = str(activity.from_.name or place.user)
+        if verb == help_desk.RESOLVE:
+            return await asyncio.to_thread(self._resolve, place, data.get("escalation_id"), name)
+        pressed, key = await asyncio.to_thread(
+            help_desk.own_turn, self.conversations, place, data.get("turn_id"), pressed=self.pressed
+        )
+        if pressed.turn is None or key is None:
+            return cards.message_response(pressed.refusal or "This button does not name an answer.")
+        turn = pressed.turn
+        thread = help_desk.thread_place(place, key) if place.kind == PERSONAL else place
+        if verb == help_desk.ESCALATE:
+            return await asyncio.to_thread(self._escalate, thread, turn, name)
+        if place.kind != PERSONAL:  # Share and Keep are buttons of a private answer only
+            return cards.message_response(NOT_HERE)
+        if verb == help_desk.KEEP_VERB:
+            note = "Kept to yourself: nothing was posted in the channel."
+            return cards.card_response(help_desk.private_card(turn, buttons=False, escalate=False, note=note))
+        if await asyncio.to_thread(self.claim, f"share:{turn.turn_id}") is None:
+            return cards.message_response("This answer is in the channel already.")
+        sent = await self.messenger.send_async(thread, help_desk.shared_answer(turn, name))
+        if sent is None:
+            return cards.message_response("Teams refused the message: nothing was shared.")
+        await asyncio.to_thread(self.conversations.set_message_ref, turn.turn_id, sent)
+        note = "Shared in the channel thread."
+        return cards.card_response(help_desk.private_card(turn, buttons=False, escalate=False, note=note))
+
+    def _escalate(self, thread: Place, turn: TurnView, name: str) -> Any:
+        """Call the channel's experts into the thread, once per thread until resolved (from a worker thread)."""
+        channels = self.admin.channels
+        mode = channels.get(thread.key.channel)
+        if not mode.experts:
+            return cards.message_response(
+                "Nobody is set to be called in from this channel (an admin sets them: `admin experts @…`)."
+            )
+        already = "The experts were called in already: see the thread."
+        if channels.open_escalation(channel=thread.key.channel, thread=thread.key.thread) is not None:
+            return cards.message_response(already)
+        if self.claim(f"escalate:{turn.turn_id}") is None:
+            return cards.message_response(already)
+        stored = self.conversations.store.turn(turn.turn_id)
+        escalation = channels.escalate(
+            platform=PLATFORM,
+            channel=thread.key.channel,
+            thread=thread.key.thread,
+            turn_id=turn.turn_id,
+            asker=stored.asked_by if stored is not None else thread.user,
+            question=turn.question,
+            opened_by=thread.user,
+        )
+        asker = Account(id=thread.user_id or thread.user, name=name)
+        message = help_desk.escalation_message(
+            turn=turn, experts=mode.experts, asker=asker, escalation_id=escalation
+        )
+        sent = self.messenger.send(thread, message)
+        if sent is not None:
+            channels.note_message(escalation, sent)
+        return cards.message_response("I called the experts in, in the thread.")
+
+    def _resolve(self, place: Place, value: object, name: str) -> Any:
+        """Mark resolved: the escalation must be this thread's; closed once."""
+        channels = self.admin.channels
+        number = turn_number(value)
+        escalation = channels.get_escalation(number) if number is not None else None
+        if escalation is None or (escalation.channel, escalation.thread) != (
+            place.key.channel,
+            place.key.thread,
+        ):
+            return cards.message_response(NOT_HERE)
+        if not channels.resolve(escalation.id, by=place.user):
+            return cards.message_response("This was marked resolved already.")
+        return cards.card_response(help_desk.resolved_card(name))
+
+    def _offer_help(self, place: Place, turn: TurnView, ref: str) -> None:
+        """After a 👎 in a channel with experts: Still need help? under the answer (once per answer)."""
+        if turn.not_found or not ref or not self.mode_of(place).experts:
+            return
+        if self.claim(f"offer-help:{turn.turn_id}") is None:
+            return
+        message = help_desk.with_escalation(cards.answer_activity(turn), turn)
+        message.id = ref
+        self.messenger.send(place, message)
 
     async def _ask_pressed(self, activity: Any, question: str, *, claim: str | None = None) -> Any:
         """Ask `question` in the conversation of the pressed card, once per card and question."""
@@ -332,7 +453,10 @@ class TeamsBot:
             refusal = pressed.refusal or NOT_HERE
             self.submit(lambda: self.messenger.tell_privately(place, refusal), "refusing a vote")
             return {"status": 200}
-        await asyncio.to_thread(self.conversations.vote, pressed.turn.turn_id, place.user, vote, comment)
+        turn = pressed.turn
+        await asyncio.to_thread(self.conversations.vote, turn.turn_id, place.user, vote, comment)
+        if vote == "down" and place.kind != PERSONAL:
+            self.submit(lambda: self._offer_help(place, turn, ref), "offering the experts")
         return {"status": 200}
 
     async def on_conversation_update(self, ctx: ActivityContext[Any]) -> None:

@@ -59,9 +59,14 @@ class TeamsMessenger:
 
     def tell_privately(self, place: Place, text: str) -> None:
         """A note for the writer alone, in their personal chat with the bot (logged when Teams refuses)."""
+        self.send_privately(place, cards.notice(text))
+
+    def send_privately(self, place: Place, activity: ActivityParams) -> str | None:
+        """Send `activity` to the writer alone, in their personal chat with the bot (created when there is
+        none yet); its id, None when Teams refused (logged)."""
         try:
             chat = self.on_loop(personal_chat(self.app.api, place))
         except Exception as err:
             log.warning("could not open a personal chat with %s: %s", place.user, why_failed(err))
-            return
-        self.send(replace(place, conversation=chat, kind=PERSONAL), cards.notice(text))
+            return None
+        return self.send(replace(place, conversation=chat, kind=PERSONAL), activity)
