@@ -236,6 +236,26 @@ def test_a_language_model_that_is_down_gets_the_friendly_failure_and_no_stream(
             assert not run.slack.calls_to("chat.startStream")  # nothing was written: nothing streamed
 
 
+def test_a_model_failing_mid_answer_has_its_streamed_text_replaced_by_the_failure(
+    tmp_path: Path, index: EvidenceIndex, slack: FakeSlack
+) -> None:
+    with FakeOpenAI(chunk_delay=0.02, stream_error_after=6) as llm:
+        world = build_world(tmp_path, index=index, answerer=LLMAnswerer(chat=chat_for(llm), follow_ups=0))
+        with running_bot(world, slack) as run:
+            ask_in_assistant_thread(run)
+            replies = run.slack.wait_for(
+                lambda: [
+                    m for m in run.slack.bot_messages(DM, THREAD) if has_action(m.get("blocks", []), "retry")
+                ]
+            )
+            run.bot.wait_idle()
+    start = first(slack, "chat.startStream")
+    assert start.ok and len(replies) == 1 and replies[0]["ts"] == start.response["ts"]  # in its place
+    assert "couldn't reach the language model" in json.dumps(replies[0]["blocks"])
+    assert slack.calls_to("chat.update")[-1].params["ts"] == start.response["ts"]
+    assert len(run.slack.bot_messages(DM, THREAD)) == 1  # no half answer left behind
+
+
 # -- the stream itself ------------------------------------------------------------------------------------
 
 

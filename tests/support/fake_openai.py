@@ -105,6 +105,9 @@ class FakeOpenAI:
     default_reply: Responder = echo_first_source
     delay: float = 0.0  # fixed latency added to every request
     chunk_delay: float = 0.0  # a streamed reply (`stream: true`): seconds between its pieces (one word each)
+    stream_error_after: int | None = (
+        None  # a streamed reply breaks off after this many words with an error event
+    )
     api_key: str = "sk-test"  # "" accepts any key
     host: str = "127.0.0.1"
     port: int = 0
@@ -351,6 +354,14 @@ class _Handler(BaseHTTPRequestHandler):
         for i, word in enumerate(re.findall(r"\S+\s*|\s+", reply)):
             if i:
                 fake._sleep(fake.chunk_delay)
+            if fake.stream_error_after is not None and i >= fake.stream_error_after:
+                # as OpenAI reports a failure mid-stream: an event holding `error` (the client raises APIError)
+                error = {
+                    "error": {"message": "The server had an error.", "type": "server_error", "code": None}
+                }
+                self.wfile.write(f"data: {json.dumps(error)}\n\n".encode())
+                self.wfile.flush()
+                return 200
             self.wfile.write(chunk({"content": word}))
             self.wfile.flush()
         self.wfile.write(chunk({}, "stop") + b"data: [DONE]\n\n")
