@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from types import ModuleType
 from typing import Any
 
@@ -18,7 +19,7 @@ import httpx
 import pytest
 
 from tests.support.fake_bot_connector import ConnectorCall, FakeBotConnector
-from tests.support.slack_world import World
+from tests.support.slack_world import World, replica_worlds
 from tests.support.teams_activities import ADMIN, ALICE, CHANNEL, TENANT
 from tests.support.teams_world import RunningTeams, running_teams, serving_teams, shared_connector
 from tests.test_teams_bot import connector as connector_fixture  # noqa: F401 (pytest finds it by its name)
@@ -26,6 +27,7 @@ from tests.test_teams_bot import messages, sent_id, thread_of, wait_messages
 from tests.test_teams_bot import run as run_fixture  # noqa: F401
 from threadwise.db.channel_modes import Expert
 from threadwise.db.conversations import ThreadKey
+from threadwise.index.store import EvidenceIndex
 from threadwise.teams import help_desk
 
 LAPTOP = "how do I request a new laptop?"
@@ -337,3 +339,31 @@ def test_auto_private_and_share_against_the_shared_fake(
         assert teams.post_activity(server.url, invoke)[0] == 200
         [public] = wait(lambda a: a["_conversation"] == thread and a.get("type") == "message")
         assert public["text"].startswith("Shared by Test User") and "IT portal" in public["text"]
+
+
+# -- two replicas -----------------------------------------------------------------------------------------
+
+
+def test_two_replicas_answer_and_call_the_experts_once(tmp_path: Path, index: EvidenceIndex) -> None:
+    url = f"sqlite:///{tmp_path / 'shared.sqlite'}"
+    first, second = replica_worlds(tmp_path, index, url, "one", "two")
+    set_modes(first, auto=True, experts=True)
+    with (
+        FakeBotConnector() as connector,
+        running_teams(first, connector) as one,
+        running_teams(second, connector) as two,
+    ):
+        asked, lacking = one.send.message(LAPTOP, mention=False), one.send.message(FRANCE, mention=False)
+        for activity in (asked, lacking):  # Teams delivers each to both (a retry reaching the other replica)
+            one.send.post(activity)
+            two.send.post(activity)
+        note = connector.wait_for(lambda: messages(one, ALICE_CHAT))[0]
+        escalate = actions(note)[help_desk.ESCALATE]
+        said = [press(r, escalate, conversation=ALICE_CHAT, kind="personal") for r in (one, two)]
+        assert sorted("already" in s["value"] for s in said) == [False, True]
+        one.bot.wait_idle()
+        two.bot.wait_idle()
+        assert len(messages(one, thread_of(asked["id"]))) == 1
+        assert len(messages(one, ALICE_CHAT)) == 1
+        [call] = messages(one, thread_of(lacking["id"]))  # from the personal chat, into the question's thread
+        assert mentioned_ids(call) == [EXPERT_A["id"], HELP_TAG["id"], ALICE["id"]]
