@@ -14,7 +14,7 @@ capitalized words; two kinds of names slip through it:
   name or a foreign word); two or more capitalized words in a row ("Dell Optiplex": German puts articles and
   adjectives before a noun), checked as a run of names (most of its words); a capital letter standing alone
   ("Model Z"), as in English; and a lower-case word in parentheses, the page's own word the asker glosses
-  ("Satzung (bylaws)"). Even there, a word that looks German (an umlaut, "sch", "tz", "ie", a noun ending such
+  ("Satzung (bylaws)"). Even there, a word that looks German (an umlaut, "sch", "cht", "ie", a noun ending such
   as -ung, or in all but a run an inflected ending such as -en) is taken for a noun ("in Bezug",
   "Gast-Ruhezustand"; but "Dell Alder Lake").
 """
@@ -40,7 +40,7 @@ _COUNTING = frozenset(
 _PREPOSITIONS = frozenset(
     "in aus nach von bei mit für über unter auf an zu vor seit durch gegen ohne um zwischen gemäß laut".split()
 )
-_GERMAN_PARTS = ("sch", "tz", "pf", "ei", "ie", "eu", "z")
+_GERMAN_PARTS = ("sch", "cht", "tz", "pf", "ei", "ie", "eu", "z")
 # German noun endings, with the linking s of a compound's first part too ("Abstimmungs-", "Versions-")
 _GERMAN_ENDINGS = tuple(
     """ung ungen heit heiten keit keiten schaft schaften tät täten ion ionen nis nisse chen lein ling linge tum
