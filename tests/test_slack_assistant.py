@@ -23,6 +23,7 @@ from tests.support.llm import chat_for
 from tests.support.slack_world import SIGNING_SECRET, Running, World, build_world, running_bot
 from tests.test_slack_shared_fake import live_bot, wait_for
 from threadwise.core.answer.llm import LLMAnswerer
+from threadwise.core.protocols import ChatError
 from threadwise.db.conversations import ThreadKey
 from threadwise.index.store import EvidenceIndex
 from threadwise.slack.assistant import STATUS, suggested_prompts
@@ -281,6 +282,34 @@ def test_streaming_into_a_channel_names_the_recipient_as_slack_requires(slack: F
     message = slack.message("C1", stream.ts or "")
     assert message is not None and message["text"] == "Open a ticket in the IT portal."
     assert message["blocks"] == [{"type": "divider"}]
+
+
+# -- the text on its way: the model adapter and the conversation service --------------------------------------
+
+
+def test_the_model_hands_over_its_text_in_order_and_returns_it_whole(streaming_llm: FakeOpenAI) -> None:
+    pieces: list[str] = []
+    text = chat_for(streaming_llm).chat(
+        [{"role": "user", "content": "Say hello there"}], on_text=pieces.append
+    )
+    assert text == "Say hello there" and pieces == ["Say ", "hello ", "there"]
+    assert streaming_llm.requests[0].body["stream"] is True
+
+
+def test_a_stream_the_model_breaks_off_is_a_chat_error() -> None:
+    with FakeOpenAI(stream_error_after=1) as llm:
+        pieces: list[str] = []
+        with pytest.raises(ChatError):
+            chat_for(llm).chat([{"role": "user", "content": "Say hello there"}], on_text=pieces.append)
+    assert pieces == ["Say "]
+
+
+def test_offline_answers_are_never_handed_over_in_pieces(world: World) -> None:
+    pieces: list[str] = []
+    turn = world.conversations.ask(
+        ThreadKey("slack", "T1", "D1", "1.0"), LAPTOP, user="U1", on_text=pieces.append
+    )
+    assert "IT portal" in turn.answer and pieces == []
 
 
 # -- the independent fake -----------------------------------------------------------------------------------
