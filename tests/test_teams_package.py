@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from threadwise.cli import main
+from threadwise.teams import package
 from threadwise.teams.doctor import teams_checks
 from threadwise.teams.settings import TeamsSettings
 
@@ -100,3 +101,30 @@ def test_doctor_checks_the_teams_settings() -> None:
 
     settings = teams_checks(TeamsSettings(client_id=APP_ID, client_secret="s", tenant_id="not-a-guid"))
     assert not settings[0].ok and "TEAMS_TENANT_ID" in settings[0].detail and len(settings) == 1
+
+
+def test_the_package_carries_prompt_starters_and_exactly_the_permissions_the_bot_uses() -> None:
+    built = package.manifest(bot_id=APP_ID)
+    assert built["version"] == package.VERSION != "1.0.0"  # Teams takes an upload only with a higher version
+    lists = built["bots"][0]["commandLists"]
+    assert len(lists) <= 3 and sorted(s for entry in lists for s in entry["scopes"]) == [
+        "groupChat",
+        "personal",
+        "team",
+    ]
+    for entry in lists:
+        titles = [c["title"] for c in entry["commands"]]
+        assert len(titles) <= 10 and all(len(t) <= 32 for t in titles)  # schema 1.20's limits
+        assert "How do I request a new laptop?" in titles and "admin help" in titles
+    team = next(e for e in lists if e["scopes"] == ["team"])
+    assert {"admin auto", "admin private", "admin experts"} <= {c["title"] for c in team["commands"]}
+    assert package.declared_permissions(built) == ["ChannelMessage.Read.Group", "ChatMessage.Read.Chat"]
+    assert package.missing_permissions(package.declared_permissions(built)) == []
+    older = {**built, "authorization": {"permissions": {"resourceSpecific": []}}}
+    assert package.missing_permissions(package.declared_permissions(older)) == [
+        "ChannelMessage.Read.Group",
+        "ChatMessage.Read.Chat",
+    ]
+    [settings, line] = teams_checks(TeamsSettings(allow_unauthenticated=True))  # no token asked for
+    assert line.name == "Teams package" and line.ok
+    assert "ChannelMessage.Read.Group (channel posts without a mention" in line.detail

@@ -54,9 +54,26 @@ def teams_checks(settings: TeamsSettings) -> list[Check]:
         return f"app {settings.client_id}, {tenancy}, {admins}"
 
     checks = [run_check("Teams settings", configured)]
+    if checks[0].ok:
+        checks.append(run_check("Teams package", lambda: package_permissions(settings)))
     if checks[0].ok and settings.client_id:
         checks.append(run_check("Teams bot token", lambda: _bot_token(settings)))
     return checks
+
+
+def package_permissions(settings: TeamsSettings) -> str:
+    """Which resource-specific permissions the bot uses and whether the package it builds asks for each."""
+    from threadwise.teams import package
+
+    built = package.manifest(bot_id=settings.client_id or "00000000-0000-0000-0000-000000000000")
+    missing = package.missing_permissions(package.declared_permissions(built))
+    if missing:
+        raise ValueError(f"the app package lacks {', '.join(missing)}: auto mode and follow-ups need them")
+    uses = "; ".join(f"{name} ({use})" for name, use in package.RSC_USES.items())
+    return (
+        f"`threadwise teams package` builds version {package.VERSION} with {uses}; a team that installed an "
+        "older package grants less: upload the new one (Teams asks the team owner to consent again)"
+    )
 
 
 def _bot_token(settings: TeamsSettings) -> str:

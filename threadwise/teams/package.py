@@ -1,8 +1,11 @@
 """`threadwise teams package`: the Teams app package, a zip of manifest.json and two icons, to upload in Teams.
 
 The manifest (schema 1.20) names the Azure Bot's app id as the bot, in personal, team and group-chat scopes,
-with a short command menu, and asks for the resource-specific consent that lets the bot read the messages
-of the channels and chats it is added to (so follow-ups in a thread need no new mention). The icons are
+with prompt starters (example questions, then the admin commands; Teams shows them in a personal chat and
+in the @mention menu of channels and group chats), and asks for exactly the resource-specific consent the
+bot uses: the messages of the channels and chats it is added to, without a mention (follow-ups in a thread,
+and a help-desk channel's questions in auto mode). Version 1.1.0 is the first to carry the starters: Teams
+takes an upload only with a higher version. The icons are
 drawn here: a 192×192 colour icon and a 32×32 white-on-transparent outline, as Teams requires.
 """
 
@@ -23,15 +26,58 @@ SCHEMA = (
 )
 ACCENT = (0x3B, 0x5B, 0xDB)  # the colour icon's background, also the manifest's accentColor
 SCOPES = ["personal", "team", "groupChat"]
+VERSION = "1.1.0"
+MAX_TITLE = 32  # schema 1.20: a command's title is at most 32 characters, a list at most 10 commands
+STARTERS = [  # prompt starters: a title is what lands in the compose box when picked
+    ("How do I request a new laptop?", "Ask anything your Confluence pages answer; I cite the pages I used"),
+    ("Who approves travel expenses?", "A question about a process: I answer with its page"),
+    ("How many vacation days do I get?", "Policies and numbers, from the pages your admins chose"),
+]
 COMMANDS = [
     ("admin status", "What I know: spaces, pages, last sync"),
     ("admin spaces", "The Confluence spaces I sync"),
     ("admin help", "All admin commands"),
 ]
-RSC_PERMISSIONS = ["ChannelMessage.Read.Group", "ChatMessage.Read.Chat"]
+CHANNEL_COMMANDS = [
+    ("admin auto", "Answer questions here without a mention (admins: on/off)"),
+    ("admin private", "Answers go to the asker first, with Share (admins: on/off)"),
+    ("admin experts", "Whom Still need help? calls in here (admins: @people)"),
+]
+# the resource-specific consent the bot uses, and for what (doctor lists them)
+RSC_USES = {
+    "ChannelMessage.Read.Group": "channel posts without a mention: follow-ups in a thread, auto mode's questions",
+    "ChatMessage.Read.Chat": "group-chat follow-ups without a mention",
+}
+RSC_PERMISSIONS = list(RSC_USES)
 
 
-def manifest(*, bot_id: str, domains: Iterable[str] = (), version: str = "1.0.0") -> dict[str, Any]:
+def command_lists() -> list[dict[str, Any]]:
+    """One list per scope (the schema allows three): example questions and the admin commands everywhere, a
+    channel's help-desk commands in teams."""
+
+    def listed(pairs: list[tuple[str, str]]) -> list[dict[str, str]]:
+        return [{"title": t, "description": d} for t, d in pairs]
+
+    return [
+        {"scopes": ["personal"], "commands": listed(STARTERS + COMMANDS)},
+        {"scopes": ["team"], "commands": listed(STARTERS + COMMANDS + CHANNEL_COMMANDS)},
+        {"scopes": ["groupChat"], "commands": listed(STARTERS + COMMANDS)},
+    ]
+
+
+def missing_permissions(declared: Iterable[str]) -> list[str]:
+    """The resource-specific permissions the bot uses that `declared` (a manifest's) lacks."""
+    have = set(declared)
+    return [name for name in RSC_PERMISSIONS if name not in have]
+
+
+def declared_permissions(manifest_json: dict[str, Any]) -> list[str]:
+    """The resource-specific permissions a manifest asks for."""
+    granted = manifest_json.get("authorization", {}).get("permissions", {}).get("resourceSpecific", [])
+    return [str(p.get("name")) for p in granted if isinstance(p, dict)]
+
+
+def manifest(*, bot_id: str, domains: Iterable[str] = (), version: str = VERSION) -> dict[str, Any]:
     """The app manifest for the bot `bot_id` (the Azure Bot's Microsoft App ID, also the app's id)."""
     if not bot_id:
         raise ValueError("TEAMS_CLIENT_ID is not set: the package names the Azure Bot's app id as its bot")
@@ -52,7 +98,9 @@ def manifest(*, bot_id: str, domains: Iterable[str] = (), version: str = "1.0.0"
             "full": (
                 "Mention Threadwise in a channel or group chat, or write to it in a personal chat: it answers "
                 "in the thread from the Confluence spaces your admins chose, cites the pages it used, "
-                "understands follow-ups, explains which sources caused an answer, and takes 👍/👎."
+                "understands follow-ups, explains which sources caused an answer, and takes 👍/👎. In help-desk "
+                "channels it answers questions without a mention, privately first if admins wish, and calls "
+                "the channel's experts in when it cannot help."
             ),
         },
         "icons": {"color": "color.png", "outline": "outline.png"},
@@ -63,9 +111,7 @@ def manifest(*, bot_id: str, domains: Iterable[str] = (), version: str = "1.0.0"
                 "scopes": SCOPES,
                 "supportsFiles": False,
                 "isNotificationOnly": False,
-                "commandLists": [
-                    {"scopes": SCOPES, "commands": [{"title": t, "description": d} for t, d in COMMANDS]}
-                ],
+                "commandLists": command_lists(),
             }
         ],
         "permissions": ["identity", "messageTeamMembers"],
