@@ -26,7 +26,7 @@ from threadwise.core.answer.llm import LLMAnswerer
 from threadwise.core.protocols import ChatError
 from threadwise.db.conversations import ThreadKey
 from threadwise.index.store import EvidenceIndex
-from threadwise.slack.assistant import STATUS, suggested_prompts
+from threadwise.slack.assistant import STATUS, most_asked, suggested_prompts
 from threadwise.slack.question import Question
 from threadwise.slack.streaming import AnswerStream
 
@@ -146,6 +146,20 @@ def test_the_most_asked_questions_come_first_once_two_people_asked_them(run: Run
         messages[0] == LAPTOP.lower() and len(messages) == 3
     )  # one person's question is nobody's suggestion
     assert "vacation days?" not in messages
+
+
+def test_most_asked_counts_people_not_questions_in_each_database(
+    database_url: str, tmp_path: Path, index: EvidenceIndex
+) -> None:
+    world = build_world(tmp_path, index=index, database_url=database_url)
+    for thread, user, question in [
+        ("1.0", "U1", "How do I request a new laptop?"),
+        ("2.0", "U1", "how do I request a new laptop? "),  # the same person again: still one asker
+        ("3.0", "U2", "Who is on call in week 2?"),
+        ("4.0", "U3", "who is on call in week 2?"),
+    ]:
+        world.conversations.ask(ThreadKey("slack", "T1", "C1", thread), question, user=user)
+    assert [q.lower().strip() for q in most_asked(world.admin.sessions)] == ["who is on call in week 2?"]
 
 
 def test_suggestions_are_at_most_four_and_never_repeat() -> None:

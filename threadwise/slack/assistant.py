@@ -99,7 +99,7 @@ def assistant_for(
 
     @assistant.thread_started
     def greet(say: Callable[..., Any], set_suggested_prompts: Callable[..., Any]) -> None:
-        say(GREETING)
+        _quietly("chat.postMessage (the greeting)", say, GREETING)
         try:
             prompts = suggested_prompts(most_asked(admin.sessions), admin.status())
         except Exception:  # the greeting stands without suggestions
@@ -142,8 +142,11 @@ def assistant_for(
 
 
 def _quietly(method: str, call: Callable[..., Any], *args: Any, **kwargs: Any) -> None:
-    """Call an assistant.threads.* method; a refusal (e.g. a DM thread outside the assistant view) is logged."""
+    """Call a Slack method whose failure must not cost the answer (a refusal, e.g. a DM thread outside the
+    assistant view, or no connection): logged."""
     try:
         call(*args, **kwargs)
     except SlackApiError as err:
         log.info("%s failed: %s", method, err.response.get("error"))
+    except Exception as err:
+        log.warning("%s failed: %r", method, err)
