@@ -326,6 +326,31 @@ def test_offline_answers_are_never_handed_over_in_pieces(world: World) -> None:
     assert "IT portal" in turn.answer and pieces == []
 
 
+def test_the_documented_stream_calls_are_answered_alike_by_both_fakes(
+    slack: FakeSlack, shared_fakes: Callable[[str], ModuleType]
+) -> None:
+    documented = json.loads((FIXTURES / "chat_startStream.json").read_text())
+    server, shared_url = shared_fakes("fake_slack").start(tokens=[slack.token])
+    try:
+        for api_url in (slack.api_url, shared_url):
+            client = WebClient(token=slack.token, base_url=api_url)
+            started = client.chat_startStream(**documented["arguments"])
+            assert set(documented["response"]) <= set(started.data)  # type: ignore[arg-type]
+            client.chat_appendStream(
+                channel=started["channel"], ts=started["ts"], chunks=[documented["markdown_text_chunk"]]
+            )
+            stopped = client.chat_stopStream(
+                channel=started["channel"], ts=started["ts"], markdown_text=" Done."
+            )
+            assert stopped["message"]["text"] == "**This is bold text**We love Sandra Done."
+            without = {k: v for k, v in documented["arguments"].items() if not k.startswith("recipient_")}
+            with pytest.raises(SlackApiError) as refused:
+                client.chat_startStream(**without)
+            assert refused.value.response["error"] in documented["errors_without_recipient"]
+    finally:
+        server.shutdown()
+
+
 # -- the independent fake -----------------------------------------------------------------------------------
 
 
