@@ -28,7 +28,7 @@ from threadwise.settings import load_settings
 from threadwise.wiring import Threadwise
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from tests.test_answer_traps import TRAPS, Trap  # noqa: E402
+from tests.support.traps import TRAPS, Trap  # noqa: E402
 
 
 def passes(trap: Trap, text: str) -> bool:

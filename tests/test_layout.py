@@ -133,3 +133,15 @@ def test_no_front_end_code_outside_its_folder() -> None:
             ):
                 offenders.append(f"{path.relative_to(PACKAGE)} imports {name}")
     assert offenders == []
+
+
+def test_bench_imports_no_test_module() -> None:
+    """Benchmarks use the package and the shared fakes and data of tests/support/, never a test module."""
+    bench = PACKAGE.parent / "bench"
+    offenders = [
+        f"{path.name} imports {name}"
+        for path in sorted(bench.glob("*.py"))
+        for name in _imports(path, top_level_only=False)
+        if name.startswith("tests.test_") or name == "tests"
+    ]
+    assert offenders == []
