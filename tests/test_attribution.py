@@ -8,12 +8,19 @@ import threading
 import zlib
 from collections import defaultdict
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 import pytest
 
-from threadwise.core.attribute.attribution import cluster_evidences, explain, merge_contained_evidence
+from threadwise.core.attribute.attribution import (
+    cluster_evidences,
+    emptied,
+    explain,
+    merge_contained_evidence,
+    without_cluster,
+)
 from threadwise.core.attribute.explanation import Explanation, render_explanation, share_bar
 from threadwise.core.protocols import ChatError
 from threadwise.core.types import NOT_FOUND, Answer, Evidence
@@ -66,6 +73,11 @@ class KeywordAnswerer:
             if self.keyword in e.text:
                 return Answer(text=f"{e.text} [Source {n}]", cited=(n,), answerer=self.name)
         return Answer(text=NOT_FOUND, not_found=True, answerer=self.name)
+
+
+def present(evidences: Sequence[Evidence]) -> set[str]:
+    """The ids of the evidences an answerer was given with their content (Explain empties removed ones)."""
+    return {e.id for e in evidences if e.text}
 
 
 def evidence(n: int, text: str, page: str = "") -> Evidence:
@@ -181,12 +193,95 @@ def test_removing_the_only_evidence_with_the_answer_moves_the_attribution_to_it(
 
 
 def test_renumbered_citations_do_not_count_as_a_change() -> None:
-    # Removing source 1 makes the answer cite [Source 2] instead of [Source 3]: the same answer.
+    # Left out rather than emptied, source 1 makes the answer cite [Source 2] instead of [Source 3]: the
+    # same answer.
     evidences = sources(FILLERS[0], FILLERS[1], ANSWER_TEXT)
     answerer = KeywordAnswerer("TPM")
-    expl = explain_own_answer(answerer, evidences)
+    expl = explain_own_answer(answerer, evidences, keep_places=False)
     assert expl.clusters[0].counterfactual_answers == (f"{ANSWER_TEXT} [Source 2]",)
     assert expl.clusters[0].contribution == 0.0
+    # emptied in its place (the default), the citation keeps its number
+    expl = explain_own_answer(answerer, evidences)
+    assert expl.clusters[0].counterfactual_answers == (f"{ANSWER_TEXT} [Source 3]",)
+    assert expl.clusters[0].contribution == 0.0
+
+
+class WindowAnswerer:
+    """Reads only the first `window` places, like an answerer that quotes from its top sources: answers with
+    the source there that holds most of the question's words, among those with the keyword."""
+
+    name = "window"
+    deterministic = True
+
+    def __init__(self, keyword: str, window: int = 2) -> None:
+        self.keyword, self.window = keyword, window
+        self.seen: list[list[str]] = []
+        self._lock = threading.Lock()
+
+    def answer(self, question: str, evidences: Sequence[Evidence]) -> Answer:
+        with self._lock:
+            self.seen.append([e.text for e in evidences])
+        words = set(re.findall(r"\w+", question.lower()))
+        read = [(n, e) for n, e in enumerate(evidences[: self.window], start=1) if self.keyword in e.text]
+        if not read:
+            return Answer(text=NOT_FOUND, not_found=True, answerer=self.name)
+        n, best = max(read, key=lambda r: len(words & set(re.findall(r"\w+", r[1].text.lower()))))
+        return Answer(text=f"{best.text} [Source {n}]", cited=(n,), answerer=self.name)
+
+
+WEAK = "A TPM upgrade was planned for later."
+
+
+def test_a_removed_source_keeps_its_place_so_later_ones_do_not_move_up() -> None:
+    # The answer quotes source 2; source 1 is a filler it did not use. Left out, the filler would let source
+    # 3 into the answerer's window and change the answer as much as removing source 2 does, so the filler
+    # took a share of the cause. Emptied in its place, it changes nothing and gets nothing.
+    evidences = sources(FILLERS[0], WEAK, ANSWER_TEXT)
+    answerer = WindowAnswerer("TPM")
+    assert answerer.answer(QUESTION, evidences).cited == (2,)
+
+    closed_up = explain_own_answer(answerer, evidences, keep_places=False)
+    assert closed_up.clusters[0].counterfactual_answers == (f"{ANSWER_TEXT} [Source 2]",)
+    assert (closed_up.clusters[0].contribution or 0) > 0.1 and closed_up.evidence_shares[0] > 0.3
+
+    answerer.seen.clear()
+    kept = explain_own_answer(answerer, evidences)
+    assert kept.clusters[0].counterfactual_answers == (f"{WEAK} [Source 2]",)
+    assert kept.clusters[0].contribution == 0.0 and kept.evidence_shares[0] == 0.0
+    assert kept.clusters[1].counterfactual_answers == (NOT_FOUND,)
+    assert kept.evidence_shares == pytest.approx((0.0, 1.0, 0.0))
+    top = top_source(kept)
+    assert top is not None and top.position == 2 and explanation_accuracy(kept, {"p2"})
+    # each counterfactual call saw all three places, the removed one with no text
+    assert sorted(answerer.seen[1:]) == sorted(
+        [["", WEAK, ANSWER_TEXT], [FILLERS[0], "", ANSWER_TEXT], [FILLERS[0], WEAK, ""]]
+    )
+
+
+def test_an_emptied_source_keeps_its_identity_and_loses_its_content() -> None:
+    row = replace(
+        evidence(7, "Row 2 in Table 1: Platform is Dell Optiplex 7040"),
+        heading="Results",
+        cells=(("Platform", "Dell Optiplex 7040"),),
+        score=0.42,
+    )
+    empty = emptied(row)
+    assert (empty.id, empty.page_id, empty.page_title, empty.url, empty.position, empty.score) == (
+        row.id,
+        row.page_id,
+        row.page_title,
+        row.url,
+        row.position,
+        0.42,
+    )
+    assert (empty.text, empty.context_text, empty.heading, empty.cells) == ("", "", "", ())
+    three = sources(FILLERS[0], ANSWER_TEXT, FILLERS[1])
+    assert without_cluster(three, [0, 2], keep_places=True) == [
+        emptied(three[0]),
+        three[1],
+        emptied(three[2]),
+    ]
+    assert without_cluster(three, [0, 2], keep_places=False) == [three[1]]
 
 
 def test_redundant_copies_are_removed_together() -> None:
@@ -221,7 +316,7 @@ class ScriptedAnswerer:
         self._lock = threading.Lock()
 
     def answer(self, question: str, evidences: Sequence[Evidence]) -> Answer:
-        (removed,) = self.all_ids - {e.id for e in evidences}
+        (removed,) = self.all_ids - present(evidences)
         with self._lock:
             return Answer(text=self.replies[removed].pop(0), answerer=self.name)
 
@@ -341,7 +436,7 @@ class FailingAnswerer(KeywordAnswerer):
         self.missing, self.failures = missing, failures
 
     def answer(self, question: str, evidences: Sequence[Evidence]) -> Answer:
-        if self.missing not in {e.id for e in evidences}:
+        if self.missing not in present(evidences):
             with self._lock:
                 self.failures -= 1
                 fail = self.failures >= 0
@@ -483,7 +578,7 @@ def test_calls_per_cluster_counted_by_cluster() -> None:
     class Recording(KeywordAnswerer):
         def answer(self, question: str, evidences: Sequence[Evidence]) -> Answer:
             with self._lock:
-                seen[frozenset(e.id for e in evidences)] += 1
+                seen[frozenset(present(evidences))] += 1
             return super().answer(question, evidences)
 
     answerer = Recording("TPM")

@@ -5,8 +5,16 @@ whose removal changes the answer a lot contributed a lot.
 
 1. Cluster the evidences E by content (DBSCAN, cosine distance over embeddings of the raw evidence text,
    without its page context), so duplicates are removed together; noise points are clusters of their own.
-2. For each cluster i and repeat j = 1..m: a_ij = answer(q, E without cluster i);
+2. For each cluster i and repeat j = 1..m: a_ij = answer(q, E with cluster i emptied);
    s_ij = cosine(embed(q + " " + a), embed(q + " " + a_ij)).
+   "Emptied": the cluster's sources keep their places (number, page title, retrieval score) with no text,
+   so only their content goes. Closing up the list instead (the paper's removal) moves every later source
+   up a rank, and an answerer that weighs rank (the extractive one penalizes it; an LLM favours early
+   sources) may then quote something else, or name other closest pages in a "not found" answer. Then
+   removing a source the answer never used can change it more than removing the one it quoted, and that
+   source takes the top share. Over the dev split's 277 explained conversational answers, keeping places
+   moved the top share onto a gold page in 6 and off one in none (bench/attribution_dev.py,
+   docs/benchmarks.md). Citations keep their numbers too.
 3. Contribution c_i = 1 - mean_j s_ij; attribution = softmax(c_i / t) over the clusters whose removal changed
    the answer (c_i > 0); a cluster that changed nothing gets 0 (with the softmax over all clusters, six such
    clusters each showed 8% beside the one that mattered).
@@ -28,7 +36,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -178,6 +186,22 @@ def _embed_distinct(embedder: Embedder, texts: Sequence[str]) -> np.ndarray:
     return np.stack([vectors[t] for t in texts])
 
 
+def emptied(evidence: Evidence) -> Evidence:
+    """The evidence with its content taken out: same id, page, place and retrieval score, no text."""
+    return replace(evidence, text="", context_text="", heading="", cells=())
+
+
+def without_cluster(
+    evidences: Sequence[Evidence], group: Sequence[int], *, keep_places: bool
+) -> list[Evidence]:
+    """The evidences an answer is recomputed from when cluster `group` is taken away: its sources emptied in
+    their places (`keep_places`, the default of `explain`), or left out and the rest closed up."""
+    members = set(group)
+    if keep_places:
+        return [emptied(e) if k in members else e for k, e in enumerate(evidences)]
+    return [e for k, e in enumerate(evidences) if k not in members]
+
+
 def _run_counterfactuals(
     question: str,
     evidences: Sequence[Evidence],
@@ -186,9 +210,10 @@ def _run_counterfactuals(
     *,
     repeats: int,
     max_workers: int,
+    keep_places: bool = True,
 ) -> list[_CallResult]:
     """All clusters x repeats counterfactual answers at once, in a pool of at most `max_workers` threads."""
-    without = [[e for k, e in enumerate(evidences) if k not in group] for group in groups]
+    without = [without_cluster(evidences, group, keep_places=keep_places) for group in groups]
     jobs = [(i, kept) for i, kept in enumerate(without) for _ in range(repeats)]
     if not jobs:
         return []
@@ -212,12 +237,14 @@ def explain(
     merge_contained: bool = True,
     max_workers: int = DEFAULT_MAX_WORKERS,
     evidence_embeddings: np.ndarray | None = None,
+    keep_places: bool = True,
 ) -> Explanation:
     """Attribute `answer` to `evidences` (the sources the answerer saw, in that order) by removing each cluster.
 
     `evidence_embeddings`: the evidences' `context_text` vectors from the same `embedder` (the index has
     them), used by the naive baseline; embedded here when not given. `repeats` defaults to 1 for a
-    deterministic answerer and 3 otherwise.
+    deterministic answerer and 3 otherwise. `keep_places`: a removed cluster's sources are emptied in their
+    places (default) rather than left out with the rest moving up (the paper's removal; see step 2 above).
     """
     started = time.perf_counter()
     m = repeats if repeats is not None else (1 if answerer.deterministic else 3)
@@ -230,7 +257,9 @@ def explain(
     if merge_contained:
         groups = merge_contained_evidence(groups, [e.text for e in evidences])
     t1 = time.perf_counter()
-    results = _run_counterfactuals(question, evidences, groups, answerer, repeats=m, max_workers=max_workers)
+    results = _run_counterfactuals(
+        question, evidences, groups, answerer, repeats=m, max_workers=max_workers, keep_places=keep_places
+    )
     t2 = time.perf_counter()
 
     # One batch: the answer alone (naive), q + a, and q + each counterfactual answer. Citations are dropped:
