@@ -192,6 +192,13 @@ def test_private_answers_only_the_asker_until_they_share(run: Running, world: Wo
     assert len(answers(run.slack, "C1", ts)) == 1
 
 
+def test_auto_and_private_together_answer_a_top_level_question_privately(run: Running, world: World) -> None:
+    modes(world, auto=True, private=True)
+    ts = message(run, LAPTOP)
+    eph = wait_ephemeral(run, ts, SHARE_ACTION)
+    assert "IT portal" in text_of(eph) and public(run, "C1", ts) == []
+
+
 def test_keep_to_myself_removes_the_buttons_and_posts_nothing(run: Running, world: World) -> None:
     modes(world, private=True)
     ts = mention(run)
