@@ -203,3 +203,44 @@ def test_an_event_acknowledged_by_a_replica_that_died_before_claiming_it_is_repl
         run.bot.wait_idle()
     assert len(_answers(slack, ts)) == 1
     assert claim_store(url).orphans("slack:") == []
+
+
+def test_an_auto_channels_question_sent_to_both_replicas_is_answered_once(
+    tmp_path: Path, index: EvidenceIndex, slack: FakeSlack
+) -> None:
+    """Auto mode (issue 30): a top-level question without a mention, delivered to two replicas sharing one
+    database, gets one answer in its thread; a statement beside it gets nothing from either."""
+    url = f"sqlite:///{tmp_path / 'shared.sqlite'}"
+    worlds = replica_worlds(tmp_path, index, url, "replica-a", "replica-b")
+    worlds[0].admin.channels.set_auto("C1", True, platform="slack", by="UADMIN")
+    asked, said = "1700000300.000001", "1700000300.000002"
+
+    def message(ts: str, text: str) -> dict[str, Any]:
+        return {
+            "type": "message",
+            "channel": "C1",
+            "channel_type": "channel",
+            "user": "U1",
+            "text": text,
+            "ts": ts,
+            "event_ts": ts,
+        }
+
+    with running_bot(worlds[0], slack) as a, running_bot(worlds[1], slack) as b:
+        sends = [
+            threading.Thread(target=run.send.event, args=(event,), kwargs={"event_id": f"Ev{event['ts']}"})
+            for event in (
+                message(asked, "How do I request a new laptop?"),
+                message(said, "Thanks, all sorted."),
+            )
+            for run in (a, b)
+        ]
+        for t in sends:
+            t.start()
+        for t in sends:
+            t.join()
+        slack.wait_for(lambda: _answers(slack, asked), timeout=60)
+        a.bot.wait_idle()
+        b.bot.wait_idle()
+    assert len(_answers(slack, asked)) == 1
+    assert slack.bot_messages("C1", said) == []
