@@ -8,6 +8,7 @@ resolved closes once; `admin experts @A @B` stores what the mention entities nam
 
 from __future__ import annotations
 
+import itertools
 import json
 import time
 from collections.abc import Callable, Iterator
@@ -19,12 +20,15 @@ import httpx
 import pytest
 
 from tests.support.fake_bot_connector import ConnectorCall, FakeBotConnector
-from tests.support.slack_world import World, replica_worlds
-from tests.support.teams_activities import ADMIN, ALICE, CHANNEL, TENANT
+from tests.support.fake_openai import FakeOpenAI
+from tests.support.llm import chat_for
+from tests.support.slack_world import World, build_world, replica_worlds
+from tests.support.teams_activities import ADMIN, ALICE, CHANNEL, PERSONAL, TENANT
 from tests.support.teams_world import RunningTeams, running_teams, serving_teams, shared_connector
 from tests.test_teams_bot import connector as connector_fixture  # noqa: F401 (pytest finds it by its name)
 from tests.test_teams_bot import messages, sent_id, thread_of, wait_messages
 from tests.test_teams_bot import run as run_fixture  # noqa: F401
+from threadwise.core.answer.llm import LLMAnswerer
 from threadwise.db.channel_modes import Expert
 from threadwise.db.conversations import ThreadKey
 from threadwise.index.store import EvidenceIndex
@@ -367,3 +371,75 @@ def test_two_replicas_answer_and_call_the_experts_once(tmp_path: Path, index: Ev
         assert len(messages(one, ALICE_CHAT)) == 1
         [call] = messages(one, thread_of(lacking["id"]))  # from the personal chat, into the question's thread
         assert mentioned_ids(call) == [EXPERT_A["id"], HELP_TAG["id"], ALICE["id"]]
+
+
+# -- streaming (personal chats, with a language model) ---------------------------------------------------
+
+
+@pytest.fixture
+def streaming_world(tmp_path: Path, index: EvidenceIndex) -> Iterator[World]:
+    with FakeOpenAI(chunk_delay=0.02) as llm:  # one word every 20 ms
+        yield build_world(tmp_path, index=index, answerer=LLMAnswerer(chat=chat_for(llm), follow_ups=0))
+
+
+def stream_parts(calls: list[ConnectorCall]) -> list[dict[str, Any]]:
+    return [
+        {**e, "text": c.body.get("text"), "kind": c.body.get("type")}
+        for c in calls
+        for e in c.body.get("entities") or []
+        if e.get("type") == "streaminfo"
+    ]
+
+
+def test_a_personal_chat_answer_streams_then_ends_with_the_final_message(streaming_world: World) -> None:
+    with FakeBotConnector() as connector, running_teams(streaming_world, connector) as run:
+        run.bot.stream_interval = 0.05
+        run.send.post(run.send.message(LAPTOP, where="personal", mention=False))
+        [final] = wait_messages(run, PERSONAL)
+        run.bot.wait_idle()
+        parts = stream_parts(connector.sent(PERSONAL, kind="typing"))
+        assert len(parts) >= 2 and [p["streamSequence"] for p in parts] == list(range(1, len(parts) + 1))
+        assert all(p["streamType"] == "streaming" for p in parts)
+        [stream_id] = connector.streams  # one stream
+        assert "streamId" not in parts[0] and all(p["streamId"] == stream_id for p in parts[1:])
+        for before, after in itertools.pairwise(parts):
+            assert after["text"].startswith(before["text"]) and len(after["text"]) > len(before["text"])
+        [end] = stream_parts([final])
+        assert (end["streamType"], end["streamId"], final.body["type"]) == ("final", stream_id, "message")
+        assert "streamSequence" not in end
+        assert "IT portal" in final.body["text"] and final.body["channelData"]["feedbackLoop"] == {
+            "type": "default"
+        }
+        assert run.bot.conversations.turn_for_message(ThreadKey("teams", TENANT, PERSONAL, ""), stream_id)
+
+
+def test_channels_do_not_stream(streaming_world: World) -> None:
+    with FakeBotConnector() as connector, running_teams(streaming_world, connector) as run:
+        run.bot.stream_interval = 0.05
+        asked = post(run, LAPTOP)
+        assert "IT portal" in wait_messages(run, thread_of(asked["id"]))[0].body["text"]
+        run.bot.wait_idle()
+        assert stream_parts(connector.calls) == []
+
+
+def test_streaming_against_the_shared_fake(
+    streaming_world: World, fake_teams: tuple[ModuleType, str]
+) -> None:
+    teams, base = fake_teams
+    with serving_teams(streaming_world) as (bot, server):
+        bot.stream_interval = 0.05
+        ask = teams.message_activity(
+            LAPTOP,
+            service_url=base,
+            activity_id="1700000000009",
+            conversation_id="a:personal-chat",
+            conversation_type="personal",
+            mention=False,
+        )
+        assert teams.post_activity(server.url, ask)[0] == 200
+        bot.wait_idle()
+        kept = [a for a in httpx.get(f"{base}/__activities").json()["activities"] if "_stream" in a]
+        kinds = [a["_stream"]["type"] for a in kept]
+        assert kinds[-1] == "final" and set(kinds[:-1]) == {"streaming"} and len(kinds) >= 3
+        assert len({a["_stream"]["id"] for a in kept}) == 1  # one stream, answered with its id throughout
+        assert "IT portal" in kept[-1]["text"] and kept[-1]["type"] == "message"

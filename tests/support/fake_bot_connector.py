@@ -15,7 +15,10 @@ Like the real connector it keeps the activities it was sent (an update of an unk
 `fail(status, when=…)` refuses the next matching call once; `refuse(method, status)` the next member lookup
 ("member") or conversation creation ("create"). Members are looked up in `members` by their Teams id or
 Entra object id; creating a personal chat with a user gives the same conversation id every time, as Teams does.
-Every call is recorded with its body, path, Authorization header and arrival time. `sign(...)` makes a
+Streaming as Teams does it (`streams`): a typing activity with a `streaminfo` entity starts a stream (its new
+id is the stream's id) or continues the one it names, each part holding the text before it; the final message
+(streamType "final") is kept under the stream's id. Every call is recorded with its body, path, Authorization
+header and arrival time. `sign(...)` makes a
 Bot Framework-shaped token (RS256, issuer https://api.botframework.com, audience the bot's app id,
 `serviceurl` claim) with the connector's key, which its JWKS publishes; `cloud()` is the SDK's cloud
 environment pointing token validation at this server.
@@ -76,6 +79,7 @@ class FakeBotConnector:
         self._server: ThreadingHTTPServer | None = None
         self._faults: list[tuple[Callable[[dict[str, Any]], bool], int]] = []
         self._refusals: dict[str, list[int]] = {}  # "member" / "create" -> statuses to answer, in order
+        self.streams: dict[str, list[dict[str, Any]]] = {}  # stream id -> its parts' text and streaminfo
 
     def fail(self, status: int, *, when: Callable[[dict[str, Any]], bool] = lambda body: True) -> None:
         """Answer the next send/reply/update whose body matches `when` with HTTP `status` (once)."""
@@ -206,6 +210,9 @@ class FakeBotConnector:
                     self._faults.remove(fault)
                     return fault[1], {"error": {"code": "BadArgument", "message": "refused by the test"}}
             kept = self.activities.setdefault(conversation, {})
+            streamed = self._stream_part(kept, body) if method == "send" else None
+            if streamed is not None:
+                return streamed
             if method == "update":
                 if target not in kept:
                     return 404, {"error": {"code": "ActivityNotFoundInConversation"}}
@@ -215,6 +222,29 @@ class FakeBotConnector:
             if body.get("type") != "typing":
                 kept[new_id] = {**body, "id": new_id, "replyToId": target or body.get("replyToId")}
             return 201, {"id": new_id}
+
+    def _stream_part(self, kept: dict[str, dict[str, Any]], body: dict[str, Any]) -> tuple[int, dict] | None:
+        """Teams' streaming (called with the lock held): a part (a typing activity with a `streaminfo` entity)
+        is kept in `streams`, the first one's new id being the stream's id, which later parts and the final
+        message name and are answered with; a part that does not hold the text before it is refused (400), as
+        Teams does; the final message is kept under the stream's id. None: not part of a stream."""
+        info = next((e for e in body.get("entities") or [] if e.get("type") == "streaminfo"), None)
+        if info is None:
+            return None
+        stream_id = info.get("streamId")
+        if stream_id is None:
+            stream_id = str(next(self._ids))
+            self.streams[stream_id] = []
+        parts = self.streams.get(stream_id)
+        if parts is None or (parts and parts[-1].get("streamType") == "final"):
+            return 404, {"error": {"code": "NotFound", "message": "no such stream"}}
+        previous = next((p["text"] for p in reversed(parts) if p.get("text") is not None), "")
+        if body.get("type") == "typing" and not str(body.get("text") or "").startswith(previous):
+            return 400, {"error": {"code": "BadArgument", "message": "the stream lost its earlier content"}}
+        parts.append({"text": body.get("text"), **info})
+        if body.get("type") != "typing":
+            kept[stream_id] = {**body, "id": stream_id}
+        return 201, {"id": stream_id}
 
     def _record(
         self,

@@ -34,7 +34,7 @@ from fastapi.responses import PlainTextResponse
 from microsoft_teams.api.activities.typing import TypingActivityInput
 from microsoft_teams.api.models.account import Account
 
-from threadwise.chat.answering import Asked, answer_in_thread, empty_question
+from threadwise.chat.answering import Asked, Delivery, answer_in_thread, empty_question
 from threadwise.chat.conversations import ConversationService, TurnView
 from threadwise.chat.help_desk import is_question
 from threadwise.chat.identity import WITHHELD_HINT_TEAMS, EmailDirectory
@@ -62,6 +62,7 @@ from threadwise.teams.handover import resume_payload, resume_teams
 from threadwise.teams.identity import PERSONAL, is_personal, member_email
 from threadwise.teams.messenger import TeamsMessenger
 from threadwise.teams.settings import TeamsSettings
+from threadwise.teams.streaming import INTERVAL_S, StreamedTeamsDelivery
 
 with warnings.catch_warnings():  # the SDK announces its preview features at import
     warnings.simplefilter("ignore")
@@ -97,6 +98,7 @@ class TeamsBot:
         self.commands = make_commands(admin, settings.admin_ids)
         self.emails = EmailDirectory(ttl=settings.identity_ttl)  # who asks: the member's e-mail or UPN
         self.activity = Activity()
+        self.stream_interval = INTERVAL_S  # the least time between two parts of a streamed answer
         self.workers = TrackedPool(
             max_workers=settings.answer_workers, name="threadwise-teams", activity=self.activity
         )
@@ -259,10 +261,12 @@ class TeamsBot:
 
     def _answer_now(self, place: Place, text: str, *, quiet: bool = False) -> None:
         mode = self.mode_of(place)
-        delivery: TeamsDelivery | help_desk.HelpDeskDelivery = TeamsDelivery(
-            messenger=self.messenger, place=place
-        )
-        if quiet or not mode.is_default:
+        delivery: Delivery = TeamsDelivery(messenger=self.messenger, place=place)
+        if is_personal(place):  # only one-on-one chats stream (with an LLM)
+            delivery = StreamedTeamsDelivery(
+                messenger=self.messenger, place=place, interval=self.stream_interval
+            )
+        elif quiet or not mode.is_default:
             delivery = help_desk.HelpDeskDelivery(
                 messenger=self.messenger, place=place, mode=mode, quiet=quiet
             )
