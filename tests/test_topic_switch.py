@@ -12,7 +12,14 @@ import pytest
 from threadwise.cli.qa_cmds import render_turn, use_docs
 from threadwise.core.complete.conversation import conversation_history
 from threadwise.core.complete.history import SEPARATOR, HistoryCompleter
-from threadwise.core.complete.topic import NEW_TOPIC, may_start_topic, settle, stands_alone, topic_start
+from threadwise.core.complete.topic import (
+    MEET_DEPTH,
+    NEW_TOPIC,
+    may_start_topic,
+    settle,
+    stands_alone,
+    topic_start,
+)
 from threadwise.core.retrieve.retriever import Retrieval
 from threadwise.core.types import Hit, PastTurn
 from threadwise.db.conversations import ThreadKey
@@ -205,6 +212,63 @@ def test_an_unsure_question_that_names_a_thing_and_never_meets_the_topic_starts_
     assert (settle(c, nowhere).method == NEW_TOPIC) is new
     met = retrieved(question, words=[("geo", 5.0), ("atlas", 4.9)], meaning=[("other", 0.86), ("p0", 0.80)])
     assert settle(c, met).alone == "" and settle(c, met).method != NEW_TOPIC
+
+
+ARCHITECTURE = "Welche Sicherheitsziele nennt das OpenXT-Architekturdokument für die Netzwerkisolation?"
+
+
+def scattered(question: str, topic_page_at: int) -> Retrieval:
+    """An unsure retrieval of a German question over English pages: words and meaning disagree, the dense hits
+    lie within 0.03 of each other, and the topic's page `p0` comes `topic_page_at`-th by meaning."""
+    meaning = [(f"other{i}", 0.87 - i * 0.002) for i in range(1, 15)]
+    meaning.insert(topic_page_at - 1, ("p0", 0.87 - topic_page_at * 0.002 + 0.001))
+    return retrieved(question, words=[("geo", 5.0), ("atlas", 4.9)], meaning=meaning)
+
+
+@pytest.mark.parametrize(("topic_page_at", "new"), [(2, False), (10, False), (11, True), (14, True)])
+def test_an_unsure_question_meets_the_topic_only_among_its_first_candidates(
+    topic_page_at: int, new: bool
+) -> None:
+    """Deep in a scattered ranking a question meets every page: the topic's page counts among its first ten."""
+    assert MEET_DEPTH == 10
+    c = HistoryCompleter().complete(ARCHITECTURE, turns("Wofür wird der BuildBot genutzt?"))
+    assert c.alone == ARCHITECTURE and c.topic_pages == ("p0",)
+    settled = settle(c, scattered(ARCHITECTURE, topic_page_at))
+    assert (settled.method == NEW_TOPIC) is new
+    assert settled.question == (ARCHITECTURE if new else c.question)
+
+
+def test_the_topic_is_the_pages_its_turns_were_answered_from_first() -> None:
+    """A page shown beside a turn's first source (a second or third source) is no topic of the thread: an unsure
+    question that meets only that page among its first candidates starts anew."""
+    builds = "Wie viele Build-Server nutzt das Projekt für OpenXT 8?"
+    version = "Welche Version war es?"
+    history = [
+        PastTurn(question=builds, completed_question=builds, answer="", page_ids=("p0",)),
+        PastTurn(
+            question=version,
+            completed_question=SEPARATOR.join([version, builds]),
+            answer="",
+            page_ids=("p0", "release-notes"),
+        ),
+    ]
+    question = "Wie viele Intel-Generationen deckten die OpenXT 9.0-Hardwaretests ab?"
+    c = HistoryCompleter().complete(question, history)
+    assert c.alone == question and c.topic_pages == ("p0",)
+    # words and meaning disagree (unsure); the page shown beside the topic is third by words: it starts anew
+    beside = retrieved(
+        question,
+        words=[("hardware-tests", 8.2), ("xenclient", 6.4), ("release-notes", 6.2)],
+        meaning=[("install", 0.857), ("upgrade", 0.856)],
+    )
+    assert settle(c, beside).method == NEW_TOPIC
+    # the topic's own page there holds it
+    near = retrieved(
+        question,
+        words=[("hardware-tests", 8.2), ("xenclient", 6.4), ("p0", 6.2)],
+        meaning=[("install", 0.857), ("upgrade", 0.856)],
+    )
+    assert settle(c, near).alone == "" and settle(c, near).method != NEW_TOPIC
 
 
 def test_a_question_whose_words_meaning_and_page_ranking_agree_on_a_page_outside_the_topic_starts_anew() -> (

@@ -9,7 +9,8 @@ then what it follows, joined by "←".
 A thread may change topic (core/complete/topic.py): the questions since the latest topic start complete a
 follow-up, with that start as the opening. A question that may start a new topic by its words is completed all
 the same, and marked (`Completion.alone`, `topic_pages`): the pipeline asks it as it stands when, retrieved
-alone, it finds none of the topic's pages — so "What is the capital of France?" after questions about Alice's
+alone, it finds none of the topic's pages (the page each of the topic's turns was answered from first; the others
+shown beside it are no topic of the thread) — so "What is the capital of France?" after questions about Alice's
 action item is asked as it is, and "and when is it due?" still follows Alice's item.
 """
 
@@ -50,7 +51,7 @@ class HistoryCompleter:
         )
         if not (self.topics and may_start_topic(question, topic)):
             return completion
-        pages = tuple(dict.fromkeys(p for t in history[start:] for p in t.page_ids))
+        pages = tuple(dict.fromkeys(t.page_ids[0] for t in history[start:] if t.page_ids))
         return Completion(
             question=completion.question, method=completion.method, alone=question, topic_pages=pages
         )

@@ -9,8 +9,11 @@ questions (two, for a long question: the product's name alone does not hold it t
 (`settle`, run by the pipeline on the question's own retrieval): it is sure where it leads, and that is not to
 the pages the topic was answered from — they neither hold its words nor come near it in meaning; or, unsure
 (a German question over English pages is often scattered), it names a thing and none of the topic's pages is
-among its candidates at all. A follow-up that merely sounds self-contained ("What is the recommended
-configuration?" about BuildBot) still leads to its page, or nowhere in particular, and stays on the topic.
+among the first of its candidates (`MEET_DEPTH` of each ranking: deeper, a scattered ranking meets every page).
+The topic's pages are those its turns were answered from first: a page merely shown beside them (a second or
+third source) would hold a new question on a topic the thread was never about. A
+follow-up that merely sounds self-contained ("What is the recommended configuration?" about BuildBot) still
+leads to its page, or nowhere in particular, and stays on the topic.
 
 A question that passes both is asked as it is, and starts the topic that later follow-ups are completed from.
 English and German; words are compared by their first letters, so "tests" meets "tested" and "Tests".
@@ -195,6 +198,7 @@ AGREED_SHARE = (
     0.8  # the share a topic page needs when words, meaning and page ranking agree on a page elsewhere
 )
 CLEAR_LEAD = 0.75  # an English question's best page by words leads clearly when the next has under this share
+MEET_DEPTH = 10  # a topic page among this many first of a ranking meets the question (= evidences shown)
 DENSE_GAP = 0.02  # a topic page's best evidence this close to the best evidence's cosine is where it leads
 
 
@@ -223,12 +227,15 @@ def _page(hit: Hit) -> str:
 
 
 def meets_topic(alone: Retrieval, pages: Collection[str]) -> bool:
-    """Whether any of `pages` is among the candidates of the question's own retrieval at all: by its words, by
-    meaning, in the page ranking or in the evidences."""
+    """Whether any of `pages` is among the first candidates (`MEET_DEPTH`) of the question's own retrieval: by its
+    words, by meaning, in the page ranking or in the evidences. Deeper down a page met says little (the 50 dense
+    hits of a question lie within about 0.03 of each other): a topic page found only there (32nd by meaning for
+    the German "Welche Anwendungsfälle der OpenXT-Plattformarchitektur …?" after BuildBot) holds nothing."""
+    d = MEET_DEPTH
     return (
-        any(_page(h) in pages for h in (*alone.lexical, *alone.dense))
-        or any(h.evidence_id in pages for h in alone.pages)
-        or any(e.page_id in pages for e in alone.evidences)
+        any(_page(h) in pages for h in (*alone.lexical[:d], *alone.dense[:d]))
+        or any(h.evidence_id in pages for h in alone.pages[:d])
+        or any(e.page_id in pages for e in alone.evidences[:d])
     )
 
 
@@ -253,7 +260,7 @@ def starts_anew(alone: Retrieval, question: str, pages: Collection[str]) -> bool
     German question over English pages cannot match by its words, and stays). Otherwise it must be sure where it
     leads — the best page by words among the first by meaning or the other way round, or its first two evidences
     on one page — and lead there, not to the topic's pages. Unsure, it starts anew when it names a thing
-    (`names_a_thing`) and none of the topic's pages is among its candidates (`meets_topic`). A follow-up that
+    (`names_a_thing`) and none of the topic's pages is among its first candidates (`meets_topic`). A follow-up that
     sounds self-contained but leads nowhere in particular ("Welche Konfiguration wird empfohlen?") stays on the
     topic."""
     if not alone.lexical:
