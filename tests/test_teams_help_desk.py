@@ -12,12 +12,14 @@ import itertools
 import json
 import time
 from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import httpx
 import pytest
+from microsoft_teams.api.activities import ActivityTypeAdapter
 
 from tests.support.fake_bot_connector import ConnectorCall, FakeBotConnector
 from tests.support.fake_openai import FakeOpenAI
@@ -30,9 +32,12 @@ from tests.test_teams_bot import messages, sent_id, thread_of, wait_messages
 from tests.test_teams_bot import run as run_fixture  # noqa: F401
 from threadwise.core.answer.llm import LLMAnswerer
 from threadwise.db.channel_modes import Expert
+from threadwise.db.claims import Claim
 from threadwise.db.conversations import ThreadKey
 from threadwise.index.store import EvidenceIndex
 from threadwise.teams import help_desk
+from threadwise.teams.activity import place_of
+from threadwise.teams.handover import resume_payload
 
 LAPTOP = "how do I request a new laptop?"
 FRANCE = "What is the capital of France?"  # the wiki does not say
@@ -443,3 +448,20 @@ def test_streaming_against_the_shared_fake(
         assert kinds[-1] == "final" and set(kinds[:-1]) == {"streaming"} and len(kinds) >= 3
         assert len({a["_stream"]["id"] for a in kept}) == 1  # one stream, answered with its id throughout
         assert "IT portal" in kept[-1]["text"] and kept[-1]["type"] == "message"
+
+
+def test_a_taken_over_auto_question_stays_quiet_in_the_channel(run: RunningTeams, world: World) -> None:
+    """Another replica adopting an auto-mode question keeps its quiet: 'not found' and 'interrupted' go to the
+    asker alone."""
+    set_modes(world, auto=True)
+    activity = run.send.message(FRANCE, mention=False)
+    place = place_of(ActivityTypeAdapter.validate_python(activity))
+    payload = resume_payload(place, FRANCE, activity["id"], quiet=True)
+    assert payload["quiet"] is True and resume_payload(place, FRANCE, "1")["quiet"] is False
+    born = datetime.now(UTC)
+    run.bot._resume(Claim("teams:k1", "dead", 1, payload, born), False)
+    assert "posted nothing in the channel" in wait_messages(run, ALICE_CHAT)[0].body["text"]
+    run.bot._resume(Claim("teams:k2", "dead", 3, payload, born), True)
+    wait_messages(run, ALICE_CHAT, 2)
+    run.bot.wait_idle()
+    assert channel_messages(run) == []

@@ -150,13 +150,21 @@ class TeamsBot:
             self.conversations.claims.resume_with(f"{PLATFORM}:", self._resume)
 
     def _resume(self, claim: Claim, give_up: bool) -> None:
+        quiet = bool(claim.payload.get("quiet"))  # auto mode's question: nothing but an answer in the channel
+
+        def tell(place: Place, text: str) -> None:
+            if quiet:
+                self.messenger.tell_privately(place, f"⚠️ {text}")
+            else:
+                self._reply(place, f"⚠️ {text}")
+
         resume_teams(
             claim,
             give_up,
             answer=lambda place, text, key: self.submit(
-                lambda: self._answer(place, text, key), "answering (taken over)"
+                lambda: self._answer(place, text, key, quiet=quiet), "answering (taken over)"
             ),
-            tell=lambda place, text: self._reply(place, f"⚠️ {text}"),
+            tell=tell,
             finish=self.conversations.finish_event,
         )
 
@@ -202,7 +210,7 @@ class TeamsBot:
             if not auto and not await asyncio.to_thread(self._is_follow_up, place, activity):
                 return
         question = command is None and bool(text)
-        resume = resume_payload(place, text, str(activity.id)) if question else None
+        resume = resume_payload(place, text, str(activity.id), quiet=auto) if question else None
         claimed = await asyncio.to_thread(self.claim, activity_key(place, activity.id), resume)
         if claimed is None:
             log.info("already answered activity %s (redelivered)", activity.id)

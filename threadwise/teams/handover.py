@@ -22,8 +22,9 @@ from threadwise.db.conversations import ThreadKey
 from threadwise.teams.activity import PLATFORM, Place
 
 
-def resume_payload(place: Place, text: str, activity_id: str) -> dict[str, Any]:
-    """What another replica needs to answer `text`, asked in `place` by the activity `activity_id`."""
+def resume_payload(place: Place, text: str, activity_id: str, *, quiet: bool = False) -> dict[str, Any]:
+    """What another replica needs to answer `text`, asked in `place` by the activity `activity_id`. `quiet`:
+    seen by a help-desk channel's auto mode (no mention), so nothing but an answer may be posted there."""
     return {
         "reference": place.ref.model_dump(mode="json", by_alias=True, exclude_none=True),
         "tenant": place.key.workspace,
@@ -33,6 +34,7 @@ def resume_payload(place: Place, text: str, activity_id: str) -> dict[str, Any]:
         "user_id": place.user_id,
         "text": text,
         "activity_id": activity_id,
+        "quiet": quiet,
     }
 
 
