@@ -126,7 +126,7 @@ class FrontEnds:
         with_slack, with_teams = self.chosen(serving)
         root = self.root
         scheduler = root.scheduler
-        if root.confluence is None:
+        if serving.sync and root.confluence is None:
             print(
                 "Confluence is not configured: no scheduled sync; answering from what is indexed.", flush=True
             )
