@@ -465,3 +465,14 @@ def test_a_taken_over_auto_question_stays_quiet_in_the_channel(run: RunningTeams
     wait_messages(run, ALICE_CHAT, 2)
     run.bot.wait_idle()
     assert channel_messages(run) == []
+
+
+def test_a_private_answer_that_cannot_reach_the_asker_says_so_without_the_answer(
+    run: RunningTeams, world: World
+) -> None:
+    set_modes(world, private=True)
+    run.connector.refuse("create", 403)  # no personal chat with Alice
+    asked = post(run, LAPTOP)
+    [notice] = wait_messages(run, thread_of(asked["id"]))
+    assert "personal chat" in notice.body["text"] and "IT portal" not in notice.body["text"]
+    assert not notice.body.get("attachments")

@@ -58,6 +58,10 @@ KEEP_VERB = "keep"
 ESCALATE = "escalate"
 RESOLVE = "resolve"
 VERBS = (SHARE_VERB, KEEP_VERB, ESCALATE, RESOLVE)
+UNREACHABLE = (
+    "I answer here in a personal chat first, but Teams would not let me open one with you. "
+    "Add Threadwise as a personal app (Apps → Threadwise → Add) and ask again."
+)
 DEEP_LINK = (
     "https://teams.microsoft.com/l/message/{channel}/{message}?tenantId={tenant}&parentMessageId={message}"
 )
@@ -243,9 +247,11 @@ class HelpDeskDelivery:
             return None
         if self.mode.private:
             escalate = self.escalates and turn.not_found
-            self.messenger.send_privately(
+            sent = self.messenger.send_privately(
                 self.place, private_answer(turn, key=self.place.key, escalate=escalate)
             )
+            if sent is None and not self.quiet:  # never silence, and never the answer in public
+                self.messenger.send(self.place, cards.notice(UNREACHABLE))
             return None  # the thread's message is the shared one, remembered when shared
         message = cards.answer_activity(turn)
         if self.escalates and turn.not_found:
