@@ -9,6 +9,9 @@ retrieval, so a second run retrieves only the queries that changed.
 
     THREADWISE_DATA_DIR=DIR THREADWISE_LLM=off PYTHONPATH=. .venv/bin/python bench/topic_switch.py \
         --cache /tmp/switch-rankings.pkl
+
+`--offset N` draws the second conversations N places on instead of 12 (`topic_switch_set.py`): other threads,
+not tuned on, to check a change against.
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ from threadwise.evaluation.dataset import QATurn, load_conversations, rank_of_go
 from threadwise.evaluation.run import NoAnswer
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from topic_switch_set import BEFORE, SHARED, fresh_threads, load_dev, switch_threads  # noqa: E402
+from topic_switch_set import BEFORE, OFFSET, SHARED, fresh_threads, load_dev, switch_threads  # noqa: E402
 
 
 def ask_all(conversations: list[list[QATurn]], pipeline: Pipeline) -> list[list[Any]]:
@@ -118,11 +121,14 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--cache", type=Path, help="keep each query's ranked pages here between runs")
     p.add_argument("--out", type=Path, help="write the numbers as JSON")
+    p.add_argument(
+        "--offset", type=int, default=OFFSET, help="draw the second conversations this far on (other draws)"
+    )
     args = p.parse_args()
     import tempfile
 
     retriever = eval_retriever(args.cache)
-    threads = switch_threads(load_dev())
+    threads = switch_threads(load_dev(), offset=args.offset)
     completers: dict[str, QuestionCompleter] = {
         "history (no topic detection)": HistoryCompleter(topics=False),
         "history with topic switches": HistoryCompleter(),
