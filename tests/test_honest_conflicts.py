@@ -83,6 +83,24 @@ def test_rows_that_differ_in_every_column_but_their_subject_are_other_items() ->
     assert not disagrees(span_of(one, 0), span_of(other, 1))
 
 
+def test_rows_that_share_a_vendor_but_name_other_models_are_other_items() -> None:
+    """The dev split's bogus conflict: two test rows whose first cell is the vendor, about two Dell models."""
+    cells = (("Vendor", "Dell"), ("Model", "Optiplex 980"), ("Tester", "Chen"), ("Result", "FAIL"))
+    tested = row("OpenXT 7.0 hardware testing", cells, page="a")
+    other = row(
+        "OpenXT 7.0 hardware testing (rc2)",
+        (("Vendor", "Dell"), ("Model", "Latitude 7490"), ("Tester", "Chen"), ("Result", "PASS")),
+        page="b",
+    )
+    assert not disagrees(span_of(tested, 0), span_of(other, 1))
+    again = row(
+        "OpenXT 7.0 hardware testing (rc2)",
+        (("Vendor", "Dell"), ("Model", "Optiplex 980"), ("Tester", "Chen"), ("Result", "PASS")),
+        page="b",
+    )
+    assert disagrees(span_of(tested, 0), span_of(again, 1))  # one configuration, two results: a conflict
+
+
 def test_two_versions_of_a_policy_disagree_and_the_note_says_which_is_newer() -> None:
     new = row(
         "Vacation policy",

@@ -6,8 +6,10 @@ they are about different items that merely share a first cell: Alice's action it
 and hers of October 14 are two records, not a conflict. So a disagreement needs
 - the same first cell (the row's subject),
 - pages that are not records of different dated events (titles naming different dates, as meeting notes do),
-- and rows that agree on something besides their subject (or share only one other column): rows that differ
-  in every shared column are different items.
+- rows that agree on something besides their subject (or share only one other column): rows that differ
+  in every shared column are different items,
+- and no naming column (model, name, product, device, configuration, …) with different values: a first cell
+  "Vendor: Dell" is shared by a Dell Optiplex 980 and a Dell Latitude 7490, which are two items.
 When both pages carry their last-modified date, the note says which is newer.
 """
 
@@ -69,6 +71,20 @@ def different_events(title: str, other_title: str) -> bool:
     return bool(mine and theirs and not mine & theirs)
 
 
+# Columns whose value names the item a row is about (besides its first cell), in English and German.
+_NAMING = re.compile(
+    r"\b(?:model|modell|name|product|produkt|device|gerät|geraet|machine|maschine|hardware|platform|plattform|"
+    r"configuration|konfiguration|config|host|server|sku|part|item|component|komponente|system|board|laptop|"
+    r"cpu|gpu|chip|serial|id)\b",
+    re.I,
+)
+
+
+def names_the_item(header: str) -> bool:
+    """Whether a column names which item the row is about ("Model", "Hardware model", "Gerät")."""
+    return bool(_NAMING.search(header))
+
+
 def disagrees(span: Span, other: Span) -> bool:
     """Two rows about the same thing (same subject, same kind of record) that give one column different
     values; see the module docstring."""
@@ -79,6 +95,8 @@ def disagrees(span: Span, other: Span) -> bool:
     mine = dict(span.cells[1:])
     shared = [(h, v) for h, v in other.cells[1:] if h and h in mine]
     differing = [h for h, v in shared if mine[h] != v]
+    if any(names_the_item(h) for h in differing):
+        return False  # another model, device, configuration: another item
     return bool(differing) and (len(shared) <= 1 or len(differing) < len(shared))
 
 
