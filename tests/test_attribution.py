@@ -111,7 +111,10 @@ def sources(*texts: str) -> list[Evidence]:
 
 
 def explain_own_answer(
-    answerer: KeywordAnswerer, evidences: Sequence[Evidence], answer: Answer | None = None, **options: Any
+    answerer: KeywordAnswerer | WindowAnswerer,
+    evidences: Sequence[Evidence],
+    answer: Answer | None = None,
+    **options: Any,
 ) -> Explanation:
     """Explain the answer `answerer` gives over all `evidences` (or `answer`), with the hashing embedder."""
     answer = answer or answerer.answer(QUESTION, evidences)
@@ -585,3 +588,41 @@ def test_calls_per_cluster_counted_by_cluster() -> None:
     explain_own_answer(answerer, evidences, repeats=2)
     seen[frozenset({"p1:1", "p2:2", "p3:3"})] -= 1  # the original answer
     assert {k: v for k, v in seen.items() if v} == {frozenset({"p2:2", "p3:3"}): 2, frozenset({"p1:1"}): 2}
+
+
+class RankingReader(KeywordAnswerer):
+    """A KeywordAnswerer that, like the extractive one, refuses when retrieval's rankings disagreed."""
+
+    reads_rankings = True
+
+    def __init__(self, keyword: str) -> None:
+        super().__init__(keyword)
+        self.flags: list[bool] = []
+
+    def answer(self, question: str, evidences: Sequence[Evidence], *, rankings_agree: bool = True) -> Answer:  # type: ignore[override]
+        with self._lock:
+            self.flags.append(rankings_agree)
+        if not rankings_agree:
+            return Answer(text=NOT_FOUND, not_found=True, answerer=self.name)
+        return super().answer(question, evidences)
+
+
+def test_counterfactuals_are_answered_as_the_answer_was_when_rankings_disagreed() -> None:
+    """A 'not found' given because the lexical and dense rankings disagreed is explained by counterfactuals
+    that weigh the same: none of them answers, so no source caused it (before, each was answered as if the
+    rankings agreed, found the keyword, and the other sources took the blame for a "not found")."""
+    answerer = RankingReader("TPM")
+    evidences = sources(ANSWER_TEXT, *FILLERS)
+    refused = answerer.answer(QUESTION, evidences, rankings_agree=False)
+    expl = explain(
+        QUESTION, refused, evidences, answerer=answerer, embedder=HashEmbedder(), rankings_agree=False
+    )
+    assert answerer.flags[1:] and not any(answerer.flags[1:])
+    assert "no source caused it" in expl.note
+    ignoring = explain(QUESTION, refused, evidences, answerer=RankingReader("TPM"), embedder=HashEmbedder())
+    assert "no source caused it" not in ignoring.note  # what Explain said before: fillers to blame
+    answerer.flags.clear()
+    explain(
+        QUESTION, answerer.answer(QUESTION, evidences), evidences, answerer=answerer, embedder=HashEmbedder()
+    )
+    assert answerer.flags and all(answerer.flags)

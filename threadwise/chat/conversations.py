@@ -266,6 +266,7 @@ class ConversationService:
                     embedder=self.similarity_embedder,
                     evidence_embeddings=self.index.vectors_for(self.similarity_embedder, evidences),
                     max_workers=self._explain_workers,
+                    rankings_agree=bool(turn.trace.get("rankings_agree", True)),
                 )
             except ChatError as err:
                 log.warning("LLM failure while explaining: %s", err)

@@ -32,6 +32,8 @@ class TurnResult:
     # pages the asker alone may read (outside the conversation's scope) would have been among the evidence
     withheld: bool = False
     confidence: Confidence | None = None  # how sure the answer is; None when not found (confidence.py)
+    # whether the lexical and dense rankings found the same page (support.py); Explain answers with it too
+    rankings_agree: bool = True
 
     @property
     def sources(self) -> list[Evidence]:
@@ -63,6 +65,7 @@ class TurnResult:
             "llm_calls": [asdict(c) for c in (*self.completion.calls, *self.answer.calls)],
             "answerer": self.answer.answerer,
             "confidence": self.confidence.as_dict() if self.confidence else None,
+            "rankings_agree": self.rankings_agree,
             "timings_ms": self.timings_ms,
             "config": self.config,
         }
@@ -122,11 +125,11 @@ class Pipeline:
         timings.update({f"retrieval.{k}": v for k, v in retrieval.timings_ms.items()})
 
         t = time.perf_counter()
+        hybrid = self.retriever.options.mode == "hybrid"  # one ranking alone cannot disagree
+        agree = not hybrid or rankings_agree(retrieval.lexical, retrieval.dense)
         if on_text is not None and isinstance(self.answerer, StreamsText) and self.answerer.streams_text:
             answer = self.answerer.answer(completion.question, retrieval.evidences, on_text=on_text)
         elif isinstance(self.answerer, ReadsRankings):  # whether the question is covered at all (support.py)
-            hybrid = self.retriever.options.mode == "hybrid"  # one ranking alone cannot disagree
-            agree = not hybrid or rankings_agree(retrieval.lexical, retrieval.dense)
             answer = self.answerer.answer(completion.question, retrieval.evidences, rankings_agree=agree)
         else:
             answer = self.answerer.answer(completion.question, retrieval.evidences)
@@ -143,4 +146,5 @@ class Pipeline:
             config=self.config,
             withheld=withheld,
             confidence=confidence,
+            rankings_agree=agree,
         )

@@ -298,6 +298,7 @@ def _explain_one(
         answerer=answerer,
         embedder=embedder,
         evidence_embeddings=index.vectors_for(embedder, result.sources),
+        rankings_agree=result.rankings_agree,
     )
     ms = (time.perf_counter() - t) * 1000
     return {

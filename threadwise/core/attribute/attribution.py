@@ -41,6 +41,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from threadwise.core.answer.citations import strip_citations
+from threadwise.core.answer.support import ReadsRankings
 from threadwise.core.attribute.explanation import ClusterAttribution, Explanation, PageShare, SourceRef
 from threadwise.core.protocols import Answerer, Embedder
 from threadwise.core.types import Answer, Evidence
@@ -142,13 +143,22 @@ class _CallResult:
 
 
 def _counterfactual_call(
-    answerer: Answerer, question: str, evidences: Sequence[Evidence], cluster: int
+    answerer: Answerer,
+    question: str,
+    evidences: Sequence[Evidence],
+    cluster: int,
+    rankings_agree: bool = True,
 ) -> _CallResult:
-    """Answer without one cluster; one retry on failure, then give up and report why."""
+    """Answer without one cluster (as the answer itself was: `rankings_agree`); one retry on failure, then give
+    up and report why."""
     error = ""
     for attempt in (1, 2):
         try:
-            return _CallResult(cluster, answerer.answer(question, evidences).text, "", attempt)
+            if isinstance(answerer, ReadsRankings):
+                text = answerer.answer(question, evidences, rankings_agree=rankings_agree).text
+            else:
+                text = answerer.answer(question, evidences).text
+            return _CallResult(cluster, text, "", attempt)
         except Exception as exc:  # any answerer failure must cost only this cluster, not the explanation
             error = f"{type(exc).__name__}: {exc}"
     return _CallResult(cluster, None, error, 2)
@@ -211,6 +221,7 @@ def _run_counterfactuals(
     repeats: int,
     max_workers: int,
     keep_places: bool = True,
+    rankings_agree: bool = True,
 ) -> list[_CallResult]:
     """All clusters x repeats counterfactual answers at once, in a pool of at most `max_workers` threads."""
     without = [without_cluster(evidences, group, keep_places=keep_places) for group in groups]
@@ -218,7 +229,9 @@ def _run_counterfactuals(
     if not jobs:
         return []
     with ThreadPoolExecutor(max_workers=max(1, min(max_workers, len(jobs)))) as pool:
-        futures = [pool.submit(_counterfactual_call, answerer, question, kept, i) for i, kept in jobs]
+        futures = [
+            pool.submit(_counterfactual_call, answerer, question, kept, i, rankings_agree) for i, kept in jobs
+        ]
         return [f.result() for f in futures]
 
 
@@ -238,6 +251,7 @@ def explain(
     max_workers: int = DEFAULT_MAX_WORKERS,
     evidence_embeddings: np.ndarray | None = None,
     keep_places: bool = True,
+    rankings_agree: bool = True,
 ) -> Explanation:
     """Attribute `answer` to `evidences` (the sources the answerer saw, in that order) by removing each cluster.
 
@@ -245,6 +259,8 @@ def explain(
     them), used by the naive baseline; embedded here when not given. `repeats` defaults to 1 for a
     deterministic answerer and 3 otherwise. `keep_places`: a removed cluster's sources are emptied in their
     places (default) rather than left out with the rest moving up (the paper's removal; see step 2 above).
+    `rankings_agree`: what the answer was given (support.py): each counterfactual is answered alike, so a
+    "not found" for rankings that disagreed is not explained by answers that ignore it.
     """
     started = time.perf_counter()
     m = repeats if repeats is not None else (1 if answerer.deterministic else 3)
@@ -258,7 +274,14 @@ def explain(
         groups = merge_contained_evidence(groups, [e.text for e in evidences])
     t1 = time.perf_counter()
     results = _run_counterfactuals(
-        question, evidences, groups, answerer, repeats=m, max_workers=max_workers, keep_places=keep_places
+        question,
+        evidences,
+        groups,
+        answerer,
+        repeats=m,
+        max_workers=max_workers,
+        keep_places=keep_places,
+        rankings_agree=rankings_agree,
     )
     t2 = time.perf_counter()
 
