@@ -1,15 +1,10 @@
 """Every command and flag of the README's Commands section, run as a new user would: in a subprocess, against an
 empty data folder, a half-set-up configuration (CONFLUENCE_URL only), a bad TOML config file, and servers
 that are not there (a 127.0.0.1 port nothing listens on). No traceback may reach the terminal, and the exit
-code must say what happened: 0 done, 1 failed, 2 usage or configuration error.
-
-Each README command and flag is run at least once by a fresh `python -m threadwise` (`fresh_cases`); the other
-cases run the same way in processes forked from one that has already imported threadwise and its heavy
-dependencies (tests/support/cli_forks.py), which spares each the interpreter's start-up and the imports."""
+code must say what happened: 0 done, 1 failed, 2 usage or configuration error."""
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import socket
@@ -207,66 +202,15 @@ def run(case: Case, folder: Path, port: int) -> Result:
     return Result(proc.returncode, proc.stdout, proc.stderr)
 
 
-def run_forked(batch: list[tuple[Case, Path]], port: int, work: Path) -> list[Result]:
-    """Each case as `python -m threadwise` in a process forked from one that imported threadwise once."""
-    jobs = []
-    for case, folder in batch:
-        folder.mkdir(parents=True)
-        (folder / ".stdin").write_text(case.stdin)
-        streams = {name: str(folder / f".{name}") for name in ("stdin", "stdout", "stderr")}
-        jobs.append(
-            {"argv": list(case.argv), "env": environment(case, folder, port), "cwd": str(folder), **streams}
-        )
-    (work / "jobs.json").write_text(json.dumps(jobs))
-    done = subprocess.run(
-        [sys.executable, str(ROOT / "tests" / "support" / "cli_forks.py"), str(work / "jobs.json"), "2"],
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-        cwd=work,
-        capture_output=True,
-        text=True,
-        timeout=240 * len(jobs),  # the runner kills a command after 240 s itself
-    )
-    assert done.returncode == 0, done.stdout + done.stderr
-    codes = json.loads(done.stdout)
-    return [
-        Result(code, (folder / ".stdout").read_text(), (folder / ".stderr").read_text())
-        for code, (_, folder) in zip(codes, batch, strict=True)
-    ]
-
-
-def covered(case: Case) -> set[tuple[str, str]]:
-    """The (command, flag or sub-action) pairs `case` runs, as `documented` names them."""
-    return {(case.argv[0], word) for word in ("", *case.argv[1:])}
-
-
-def fresh_cases() -> list[Case]:
-    """Few cases that between them run every documented command and flag (greedily, the case that adds most
-    first): these run as a new `python -m threadwise` each."""
-    wanted, chosen = documented(), list[Case]()
-    while True:
-        best = max(cases(), key=lambda c: len(covered(c) & wanted))
-        if not covered(best) & wanted:
-            return chosen
-        chosen.append(best)
-        wanted -= covered(best)
-
-
 @pytest.fixture(scope="module")
 def results(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Result]]:
-    """Every case at once, each in its own data folder: the fresh processes two at a time, the forked ones two
-    at a time beside them."""
+    """Every case at once, three subprocesses at a time (each in its own data folder)."""
     base, port = tmp_path_factory.mktemp("cli"), free_port()
     all_cases = cases()
     assert len({c.id for c in all_cases}) == len(all_cases)
-    fresh = {c.id for c in fresh_cases()}
-    folders = {c.id: base / f"case{i}" for i, c in enumerate(all_cases)}
-    forked = [(c, folders[c.id]) for c in all_cases if c.id not in fresh]
     with ThreadPoolExecutor(max_workers=3) as pool:
-        batch = pool.submit(run_forked, forked, port, base)
-        futures = {c.id: pool.submit(run, c, folders[c.id], port) for c in all_cases if c.id in fresh}
-        got = {name: f.result() for name, f in futures.items()}
-        got.update(zip([c.id for c, _ in forked], batch.result(), strict=True))
-        yield got
+        futures = {c.id: pool.submit(run, c, base / f"case{i}", port) for i, c in enumerate(all_cases)}
+        yield {name: f.result() for name, f in futures.items()}
 
 
 @pytest.mark.parametrize("case", cases(), ids=lambda c: c.id)
@@ -301,11 +245,9 @@ def documented() -> set[tuple[str, str]]:
 
 
 def test_every_documented_command_and_flag_is_run() -> None:
-    ran = {pair for c in cases() for pair in covered(c)}
+    ran = {(c.argv[0], word) for c in cases() for word in ("", *c.argv[1:])}
     missing = documented() - ran
     assert not missing, f"README commands/flags no case runs: {sorted(missing)}"
-    in_fresh_processes = {pair for c in fresh_cases() for pair in covered(c)}
-    assert not documented() - in_fresh_processes, "each is run by a new `python -m threadwise` too"
     assert ("spaces", "--exclude-label") in documented() and ("ask", "--docs") in documented()
 
 
