@@ -51,6 +51,7 @@ QUESTIONS = (
     "Wie viele Urlaubstage habe ich?",
     "What was decided in the weekly sync on October 14?",
 )
+_users = itertools.count(1)
 _ts = itertools.count(1)
 
 
@@ -106,7 +107,9 @@ def mention(sender: SlackSender, question: str, *, retry: bool) -> Sent:
     ts = f"1700000000.{next(_ts):06d}"
     event = {
         "type": "app_mention",
-        "user": "U1",
+        # one person per mention: a person's fourth question at once is held back (politely, not answered),
+        # THREADWISE_MAX_QUESTIONS_PER_USER; this bench measures answers
+        "user": f"U{next(_users)}",
         "text": f"<@UBOT> {question}",
         "ts": ts,
         "channel": "C1",
