@@ -157,13 +157,16 @@ def main() -> None:
         print(f"\n#{n} [{label}] {row['kind']} rank {row['rank']}: {short(row['question'], 120)}")
         print(f"  gold: {sorted(row['gold'])}")
         print(f"  answer (cites {list(expl.cited)}): {short(row['answer'].text, 300)}")
-        for c in sorted(expl.clusters, key=lambda c: -c.share)[:3]:
+        for cluster in sorted(expl.clusters, key=lambda k: -k.share)[:3]:
             pages = ", ".join(
-                f"[{s.position}] {s.page_id}{'*' if s.page_id in row['gold'] else ''}" for s in c.sources
+                f"[{s.position}] {s.page_id}{'*' if s.page_id in row['gold'] else ''}"
+                for s in cluster.sources
             )
-            without = short(c.counterfactual_answers[0], 140) if c.counterfactual_answers else "-"
+            answers = cluster.counterfactual_answers
+            without = short(answers[0], 140) if answers else "-"
             print(
-                f"  cluster {c.index} share {c.share:.3f} c={c.contribution}: {pages}\n      without: {without}"
+                f"  cluster {cluster.index} share {cluster.share:.3f} c={cluster.contribution}: {pages}\n"
+                f"      without: {without}"
             )
         if top is not None and naive_top is not None:
             print(

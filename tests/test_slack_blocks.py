@@ -168,7 +168,10 @@ def test_doctor_names_missing_scopes() -> None:
     with FakeSlack(scopes=frozenset({"chat:write", "commands"})) as slack:
         settings = SlackSettings(bot_token=slack.token, app_token=slack.app_token, api_url=slack.api_url)
         report = render(slack_checks(settings, http=False))
-        assert "lacks the scopes app_mentions:read, assistant:write, channels:history" in report and "reinstall" in report
+        assert (
+            "lacks the scopes app_mentions:read, assistant:write, channels:history" in report
+            and "reinstall" in report
+        )
 
 
 def test_manifest_asks_for_exactly_what_the_app_uses() -> None:
