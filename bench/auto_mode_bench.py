@@ -20,9 +20,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
-import subprocess
 import sys
-import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,7 +29,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from slack_bench import QUESTIONS, SECRET, at_once, one_then_rounds, summary  # noqa: E402  (beside this)
+from slack_bench import QUESTIONS, at_once, bot_process, one_then_rounds, summary  # noqa: E402
 
 from tests.support.fake_slack import FakeSlack  # noqa: E402
 from tests.support.slack_events import SlackSender  # noqa: E402
@@ -117,51 +115,28 @@ def times(slack: FakeSlack, sent: list[Sent]) -> dict[str, Any]:
 def bench(args: argparse.Namespace) -> dict[str, Any]:
     report: dict[str, Any] = {"embedder": args.embedder, "workers": args.workers}
     users = {ADMIN: {"is_admin": True}}
-    with FakeSlack(delay=args.slack_latency, users=users) as slack, tempfile.TemporaryDirectory() as data_dir:
-        command = [  # the bot process exactly as slack_bench.py runs it
-            sys.executable,
-            str(Path(__file__).with_name("slack_bench.py")),
-            "serve",
-            "--slack-url",
-            slack.api_url,
-            "--token",
-            slack.token,
-            "--data-dir",
-            data_dir,
-            "--embedder",
-            args.embedder,
-            "--workers",
-            str(args.workers),
-        ]
-        bot = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=ROOT)
-        try:
-            assert bot.stdout is not None
-            port = json.loads(bot.stdout.readline())["port"]
-            sender = SlackSender(
-                url=f"http://127.0.0.1:{port}/slack/events", signing_secret=SECRET, team=slack.team_id
-            )
-            auto_on(sender, slack)
-            run_round(sender, slack, [QUESTIONS[0]], retry=False)  # warm-up
-            sequential, concurrent = one_then_rounds(
-                lambda batch: run_round(sender, slack, batch, retry=True),
-                single=args.single,
-                rounds=args.rounds,
-                concurrency=args.concurrency,
-            )
-            for name, sent in (("1 at a time", sequential), (f"{args.concurrency} concurrent", concurrent)):
-                measured = times(slack, sent)
-                report[name] = {
-                    "http_status": sorted({s.status for s in sent}),
-                    "ack": summary(measured["ack"]),
-                    "looking (ephemeral)": summary(measured["looking"]),
-                    "answer in thread": summary(measured["answer"]) if measured["answer"] else None,
-                    "not found, told privately": len(measured["quiet"]),
-                    "at most one public message each": all(n <= 1 for n in measured["posts"]),
-                }
-        finally:
-            assert bot.stdin is not None
-            bot.stdin.close()
-            bot.wait(timeout=60)
+    with (
+        FakeSlack(delay=args.slack_latency, users=users) as slack,
+        bot_process(slack, args) as (_bot, sender),
+    ):
+        auto_on(sender, slack)
+        run_round(sender, slack, [QUESTIONS[0]], retry=False)  # warm-up
+        sequential, concurrent = one_then_rounds(
+            lambda batch: run_round(sender, slack, batch, retry=True),
+            single=args.single,
+            rounds=args.rounds,
+            concurrency=args.concurrency,
+        )
+        for name, sent in (("1 at a time", sequential), (f"{args.concurrency} concurrent", concurrent)):
+            measured = times(slack, sent)
+            report[name] = {
+                "http_status": sorted({s.status for s in sent}),
+                "ack": summary(measured["ack"]),
+                "looking (ephemeral)": summary(measured["looking"]),
+                "answer in thread": summary(measured["answer"]) if measured["answer"] else None,
+                "not found, told privately": len(measured["quiet"]),
+                "at most one public message each": all(n <= 1 for n in measured["posts"]),
+            }
     return report
 
 

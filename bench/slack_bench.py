@@ -24,8 +24,9 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -191,16 +192,16 @@ def summary(values: list[float]) -> dict[str, float]:
     }
 
 
-def bench(args: argparse.Namespace) -> dict[str, Any]:
-    report: dict[str, Any] = {
-        "embedder": args.embedder,
-        "slack_latency_s": args.slack_latency,
-        "workers": args.workers,
-    }
-    with FakeSlack(delay=args.slack_latency) as slack, tempfile.TemporaryDirectory() as data_dir:
+@contextmanager
+def bot_process(
+    slack: FakeSlack, args: argparse.Namespace
+) -> Iterator[tuple[subprocess.Popen[str], SlackSender]]:
+    """The bot in a process of its own (this script's `serve` mode, `args.embedder` and `args.workers`) against
+    `slack`, and a sender of signed events to it; the process ends when the block does."""
+    with tempfile.TemporaryDirectory() as data_dir:
         command = [
             sys.executable,
-            __file__,
+            str(Path(__file__).resolve()),
             "serve",
             "--slack-url",
             slack.api_url,
@@ -220,29 +221,38 @@ def bench(args: argparse.Namespace) -> dict[str, Any]:
             sender = SlackSender(
                 url=f"http://127.0.0.1:{port}/slack/events", signing_secret=SECRET, team=slack.team_id
             )
-            run_round(sender, slack, [QUESTIONS[0]], retry=False)  # warm-up: first request, auth.test
-            report["memory_after_warm_up_kb"] = memory_kb(bot.pid)
-
-            sequential, concurrent = one_then_rounds(
-                lambda batch: run_round(sender, slack, batch, retry=True),
-                single=args.single,
-                rounds=args.rounds,
-                concurrency=args.concurrency,
-            )
-            report["memory_end_kb"] = memory_kb(bot.pid)
-            for name, sent in (("1 at a time", sequential), (f"{args.concurrency} concurrent", concurrent)):
-                measured = times(slack, sent)
-                report[name] = {
-                    "http_status": sorted({s.status for s in sent}),
-                    "ack": summary(measured["ack"]),
-                    "placeholder": summary(measured["placeholder"]),
-                    "answer": summary(measured["answer"]),
-                    "answered_exactly_once": all(n == 1 for n in measured["answers"]),
-                }
+            yield bot, sender
         finally:
             assert bot.stdin is not None
             bot.stdin.close()
             bot.wait(timeout=60)
+
+
+def bench(args: argparse.Namespace) -> dict[str, Any]:
+    report: dict[str, Any] = {
+        "embedder": args.embedder,
+        "slack_latency_s": args.slack_latency,
+        "workers": args.workers,
+    }
+    with FakeSlack(delay=args.slack_latency) as slack, bot_process(slack, args) as (bot, sender):
+        run_round(sender, slack, [QUESTIONS[0]], retry=False)  # warm-up: first request, auth.test
+        report["memory_after_warm_up_kb"] = memory_kb(bot.pid)
+        sequential, concurrent = one_then_rounds(
+            lambda batch: run_round(sender, slack, batch, retry=True),
+            single=args.single,
+            rounds=args.rounds,
+            concurrency=args.concurrency,
+        )
+        report["memory_end_kb"] = memory_kb(bot.pid)
+        for name, sent in (("1 at a time", sequential), (f"{args.concurrency} concurrent", concurrent)):
+            measured = times(slack, sent)
+            report[name] = {
+                "http_status": sorted({s.status for s in sent}),
+                "ack": summary(measured["ack"]),
+                "placeholder": summary(measured["placeholder"]),
+                "answer": summary(measured["answer"]),
+                "answered_exactly_once": all(n == 1 for n in measured["answers"]),
+            }
     return report
 
 
