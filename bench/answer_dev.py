@@ -83,6 +83,9 @@ class RecordingSearch:
     def search_pages(self, query: str, k: int, scope: Any = None) -> list[tuple[str, float]]:
         return list(self.index.search_pages(query, k, scope))
 
+    def word_share(self, word: str) -> float:
+        return self.index.word_share(word)
+
     def _keep(self, scored: list[Any]) -> list[Any]:
         self.seen.update((s.evidence.id, s.evidence) for s in scored)
         return scored

@@ -13,7 +13,7 @@ from typing import Any
 from threadwise.core.answer.confidence import Confidence, confidence_of
 from threadwise.core.answer.support import ReadsRankings, rankings_agree
 from threadwise.core.complete.conversation import past_turn
-from threadwise.core.complete.topic import settle
+from threadwise.core.complete.topic import hold, settle
 from threadwise.core.protocols import Answerer, QuestionCompleter, StreamsText
 from threadwise.core.retrieve.retriever import Retrieval, Retriever
 from threadwise.core.types import Answer, Completion, Evidence, PastTurn, Scope
@@ -104,6 +104,7 @@ class Pipeline:
         t = time.perf_counter()
         completion = self.completer.complete(question, history)
         alone = None
+        completion = hold(completion, self.retriever.word_share)  # a rare word shared with the topic holds it
         if completion.alone:  # it may start a new topic: its own retrieval decides (complete/topic.py)
             alone = self.retriever.retrieve(completion.alone, scope)
             completion = settle(completion, alone)

@@ -69,6 +69,11 @@ class EvidenceSearch(Protocol):
         """BM25 over whole pages: (page id, score), best first."""
         ...
 
+    def word_share(self, word: str) -> float:
+        """The share of the indexed pages whose text holds `word` (0 when none does): a word on many pages
+        names no topic of its own."""
+        ...
+
 
 class ChatModel(Protocol):
     """An OpenAI-style chat completion endpoint. Raises `ChatError` with a user-readable message on failure."""

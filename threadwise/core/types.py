@@ -242,6 +242,9 @@ class Completion:
     # thread's current topic was answered from; the pipeline settles which to ask by the question's own retrieval
     alone: str = ""
     topic_pages: tuple[str, ...] = ()
+    # the words it shares with the topic though it names a new thing, as (its word, the topic's): a rare pair
+    # keeps it on the topic, common ones let it leave only when no topic page comes near it (topic.py: `hold`)
+    shared: tuple[tuple[str, str], ...] = ()
 
 
 # --- answers

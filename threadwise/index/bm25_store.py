@@ -107,6 +107,13 @@ class BM25Store:
             out[docs] += (idf * tf / (norm[docs] + tf)).astype(np.float32)
         return out
 
+    def share(self, term: str) -> float:
+        """The share of live documents that hold `term` (a BM25 term: tokenized, stemmed); 0 when none does."""
+        with self._lock.shared():
+            tid = self.vocab.get(term)
+            alive = int(self._docs.alive.sum())
+            return len(self._live(tid)[0]) / alive if tid is not None and alive else 0.0
+
     def search(
         self,
         query: str,

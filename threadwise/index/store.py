@@ -25,6 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from threadwise.core.protocols import Embedder
+from threadwise.core.retrieve.tokenize import tokenize
 from threadwise.core.types import EVERYTHING, Evidence, Page, Scope, ScoredEvidence
 from threadwise.index.bm25_catch_up import FreshTerms, add_to_corpora, catch_up_bm25, page_terms
 from threadwise.index.bm25_corpus import TokenCorpus
@@ -313,6 +314,11 @@ class EvidenceIndex:
         found = self._page_bm25.search(query, k, scope.spaces, scope.hidden_pages)
         active = self.manifest.hashes_of(pid for pid, _s in found)
         return [(pid, s) for pid, s in found if pid in active]
+
+    def word_share(self, word: str) -> float:
+        """The share of the index's pages whose text holds `word` (its most common BM25 term: "used" → "use")."""
+        self._ensure_bm25()
+        return max((self._page_bm25.share(term) for term in tokenize(word)), default=0.0)
 
     def search_dense(self, vector: np.ndarray, k: int, scope: Scope | None = None) -> list[ScoredEvidence]:
         scope = scope or EVERYTHING

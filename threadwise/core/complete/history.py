@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from threadwise.core.complete.topic import may_start_topic, topic_start
+from threadwise.core.complete.topic import holding_words, may_start_topic, topic_start
 from threadwise.core.types import Completion, PastTurn
 
 SEPARATOR = " ← "
@@ -53,5 +53,9 @@ class HistoryCompleter:
             return completion
         pages = tuple(dict.fromkeys(t.page_ids[0] for t in history[start:] if t.page_ids))
         return Completion(
-            question=completion.question, method=completion.method, alone=question, topic_pages=pages
+            question=completion.question,
+            method=completion.method,
+            alone=question,
+            topic_pages=pages,
+            shared=holding_words(question, topic),
         )

@@ -5,7 +5,10 @@ names something (two content words, or one that is a name: "What is VirtIO?", "W
 question word, five and a question mark: "Verwenden sowohl manuelle Builds … in Windows?") and carries no
 follow-up cue: no opening "and …", "what about …", "und …", "was ist mit …", no word that points
 back ("it", "these", "he", "es", "diese", "dafür") — and it shares no content word with the current topic's
-questions (two, for a long question: the product's name alone does not hold it there). By where it leads
+questions (two, for a long question: the product's name alone does not hold it there), or it names a thing the
+topic did not. A new version or number leaves it to its retrieval whatever it shares ("… OpenXT 7.x?" after
+9.0.2); a new name is held by a shared word few of the wiki's pages have ("OEM", `hold`), while words on many
+pages ("used", "tests") let it leave only when none of the topic's pages comes near it. By where it leads
 (`settle`, run by the pipeline on the question's own retrieval): it is sure where it leads, and that is not to
 the pages the topic was answered from — they neither hold its words nor come near it in meaning; or, unsure
 (a German question over English pages is often scattered), it names a thing and none of the topic's pages is
@@ -22,7 +25,7 @@ English and German; words are compared by their first letters, so "tests" meets 
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import replace
 
 from threadwise.core.language import is_german
@@ -152,18 +155,28 @@ def stands_alone(question: str) -> bool:
     return True
 
 
-def shared_words(question: str, topic: Iterable[str]) -> int:
-    """How many of `question`'s content words the texts `topic` used (by their first letters, or as a part of
-    a German compound: "Schutz" in "Eingabeschutz")."""
+def shared_pairs(question: str, topic: Iterable[str]) -> list[tuple[str, str]]:
+    """Each content word of `question` the texts `topic` used, with the topic's word it met (by their first
+    letters, or as a part of a German compound: "Schutz" in "Eingabeschutz"; "BuildBot" meets "Build")."""
     seen = [w.translate(_FOLD) for text in topic for w in content_words(text)]
-    stems = {_stem(w) for w in seen}
-    shared = 0
+    pairs = []
     for word in dict.fromkeys(w.translate(_FOLD) for w in content_words(question)):
-        if _stem(word) in stems or any(
-            min(len(word), len(w)) >= STEM and (word in w or w in word) for w in seen
-        ):
-            shared += 1
-    return shared
+        met = next(
+            (
+                w
+                for w in seen
+                if _stem(w) == _stem(word) or (min(len(word), len(w)) >= STEM and (word in w or w in word))
+            ),
+            None,
+        )
+        if met is not None:
+            pairs.append((word, met))
+    return pairs
+
+
+def shared_words(question: str, topic: Iterable[str]) -> int:
+    """How many of `question`'s content words the texts `topic` used (`shared_pairs`)."""
+    return len(shared_pairs(question, topic))
 
 
 def shares_topic(question: str, topic: Iterable[str]) -> bool:
@@ -174,10 +187,55 @@ def shares_topic(question: str, topic: Iterable[str]) -> bool:
     return shared_words(question, topic) >= (2 if own >= LONG else 1)
 
 
+def numbers(text: str) -> set[str]:
+    """The versions, numbers and dates `text` names ("7.0", "7.x", "9010", "2014", "18.8.16")."""
+    return {w.lower() for w in _WORD.findall(text) if any(c.isdigit() for c in w)}
+
+
+def named_things(text: str) -> set[str]:
+    """The words of `text` that name a thing by themselves (lower case): a version or a number, a name written
+    with an inner capital or a dot ("OpenXT", "BuildBot", "./build.sh"), and in English a capitalised word
+    inside the sentence (in German every noun is one)."""
+    tokens = _WORD.findall(_LEAD_IN.sub("", text.strip()))
+    german = is_german(text)
+    return {
+        token.lower()
+        for i, token in enumerate(tokens)
+        if any(c.isdigit() for c in token)
+        or token[1:] != token[1:].lower()
+        or "." in token
+        or "/" in token
+        or (not german and i > 0 and token[:1].isupper())
+    }
+
+
+def names_new_thing(question: str, topic: Iterable[str]) -> bool:
+    """Whether `question` names a thing (`named_things`) that none of the texts `topic` mentioned."""
+    seen = {w.lower() for text in topic for w in _WORD.findall(text)}
+    return bool(named_things(question) - seen)
+
+
 def may_start_topic(question: str, topic: Sequence[str]) -> bool:
     """Whether `question`, asked after the questions `topic` (the current topic's, oldest first), may start a
-    new topic by its words: it stands alone and does not share the topic's words (`settle` decides)."""
-    return bool(topic) and stands_alone(question) and not shares_topic(question, topic)
+    new topic by its words: it stands alone, and it shares none of the topic's words or names a thing the topic
+    did not ("What is BuildBot used for?" after questions on the Dell Optiplex's BIOS and build versions shares
+    their "used" and "build"). `hold` and `settle` decide."""
+    return (
+        bool(topic)
+        and stands_alone(question)
+        and (not shares_topic(question, topic) or names_new_thing(question, topic))
+    )
+
+
+def holding_words(question: str, topic: Sequence[str]) -> tuple[tuple[str, str], ...]:
+    """The words `question` shares with the topic `topic` (pairs: its own, the topic's) that may hold it there
+    though it names a new thing (`hold` reads how common they are). None when it names a version or number the
+    topic did not: "How many build locations were used for OpenXT 7.x?" after questions on 9.0.2 tests asks about
+    another release, whatever words it shares."""
+    if not shares_topic(question, topic):
+        return ()
+    seen = {n for text in topic for n in numbers(text)}
+    return () if numbers(question) - seen else tuple(shared_pairs(question, topic))
 
 
 def topic_start(history: Sequence[PastTurn]) -> int:
@@ -198,6 +256,7 @@ AGREED_SHARE = (
     0.8  # the share a topic page needs when words, meaning and page ranking agree on a page elsewhere
 )
 CLEAR_LEAD = 0.75  # an English question's best page by words leads clearly when the next has under this share
+COMMON_SHARE = 0.25  # a word on this share of the wiki's pages or more holds no question on a topic
 MEET_DEPTH = 10  # a topic page among this many first of a ranking meets the question (= evidences shown)
 DENSE_GAP = 0.02  # a topic page's best evidence this close to the best evidence's cosine is where it leads
 
@@ -240,17 +299,9 @@ def meets_topic(alone: Retrieval, pages: Collection[str]) -> bool:
 
 
 def names_a_thing(question: str) -> bool:
-    """Whether `question` is specific enough to be a topic of its own: it names a thing (a version or a number,
-    a name written with an inner capital or a dot: "OpenXT", "Git-Repository", "./build.sh"; in English also a
-    capitalised word inside the sentence, which in German is any noun), or has `LONG` content words."""
-    tokens = _WORD.findall(_LEAD_IN.sub("", question.strip()))
-    german = is_german(question)
-    for i, token in enumerate(tokens):
-        if any(c.isdigit() for c in token) or token[1:] != token[1:].lower() or "." in token or "/" in token:
-            return True
-        if not german and i > 0 and token[:1].isupper():
-            return True
-    return len(set(content_words(question))) >= LONG
+    """Whether `question` is specific enough to be a topic of its own: it names a thing (`named_things`), or has
+    `LONG` content words."""
+    return bool(named_things(question)) or len(set(content_words(question))) >= LONG
 
 
 def starts_anew(alone: Retrieval, question: str, pages: Collection[str]) -> bool:
@@ -304,14 +355,35 @@ def _one_best_page(alone: Retrieval) -> str | None:
     return firsts.pop() if len(firsts) == 1 else None
 
 
+def hold(completion: Completion, word_share: Callable[[str], float]) -> Completion:
+    """`completion` kept on its topic when its question shares a word with the topic that few of the wiki's pages
+    hold (`word_share` under `COMMON_SHARE`, on both sides: "OEM", "Dell"); else as it was. Common words ("used",
+    "tests", the product's name) hold nothing: the question is left to `settle`. Nothing is retrieved."""
+    rare = [pair for pair in completion.shared if all(word_share(word) < COMMON_SHARE for word in pair)]
+    if not completion.alone or not rare:
+        return completion
+    return _stays(completion, f"shares {rare[0][0]!r} with it")
+
+
 def settle(completion: Completion, alone: Retrieval) -> Completion:
     """`completion` once its question was retrieved alone (`alone`): the question as asked when it starts a new
-    topic (`starts_anew`), else the completion with the topic."""
+    topic (`starts_anew`), else the completion with the topic. A question that shares (common) words with the
+    topic must also never meet the topic's pages (`meets_topic`): "how many unique measured launches were
+    used?" about a hardware test report leads elsewhere by itself, but the report is among its candidates."""
     if not completion.alone:
         return completion
-    if starts_anew(alone, completion.alone, set(completion.topic_pages)):
+    pages = set(completion.topic_pages)
+    anew = starts_anew(alone, completion.alone, pages)
+    if anew and completion.shared:
+        anew = not meets_topic(alone, pages)
+    if anew:
         return Completion(question=completion.alone, method=NEW_TOPIC, calls=completion.calls)
-    return replace(completion, alone="", topic_pages=(), method=completion.method + "; stays on the topic")
+    return _stays(completion)
+
+
+def _stays(completion: Completion, why: str = "") -> Completion:
+    method = completion.method + "; stays on the topic" + (f" ({why})" if why else "")
+    return replace(completion, alone="", topic_pages=(), shared=(), method=method)
 
 
 def opens_a_question(text: str) -> bool:

@@ -166,6 +166,10 @@ class Retriever:
         self.reranker = reranker
         self.options = options or RetrievalOptions()
 
+    def word_share(self, word: str) -> float:
+        """The share of the indexed pages that hold `word`."""
+        return self.index.word_share(word)
+
     def retrieve(self, query: str, scope: Scope | None = None) -> Retrieval:
         """The evidences for `query` among those `scope` allows (None: everything indexed)."""
         opts = self.options
