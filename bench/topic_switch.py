@@ -11,7 +11,7 @@ retrieval, so a second run retrieves only the queries that changed.
         --cache /tmp/switch-rankings.pkl
 
 `--offset N` draws the second conversations N places on instead of 12 (`topic_switch_set.py`): other threads,
-not tuned on, to check a change against.
+not tuned on, to check a change against; `--offset 3,5,7,9,12,15,18,21` prints each draw and their mean.
 """
 
 from __future__ import annotations
@@ -117,18 +117,54 @@ def measure(pipeline: Pipeline, files: dict[str, Path], lang: str) -> dict[str, 
     }
 
 
+def over_draws(retriever: CachedRetriever, offsets: list[int]) -> dict[str, Any]:
+    """The topic-switch completer over several draws of threads: each draw's numbers and their mean."""
+    import tempfile
+
+    keys = ("switched_p_at_1", "fresh_p_at_1", "follow_up_p_at_1", "fresh_follow_up_p_at_1")
+    results: dict[str, Any] = {}
+    for lang in ("en", "de"):
+        rows = []
+        for offset in offsets:
+            threads = switch_threads(load_dev(), offset=offset)
+            with tempfile.TemporaryDirectory() as tmp:
+                files = {
+                    "dev": SHARED / "qa-dev.json",
+                    "switch": Path(tmp) / "s.json",
+                    "fresh": Path(tmp) / "f.json",
+                }
+                files["switch"].write_text(json.dumps(threads), encoding="utf-8")
+                files["fresh"].write_text(json.dumps(fresh_threads(threads)), encoding="utf-8")
+                pipeline = Pipeline(completer=HistoryCompleter(), retriever=retriever, answerer=NoAnswer())
+                rows.append(measure(pipeline, files, lang))
+            print(f"offset {offset} [{lang}]", {k: rows[-1][k] for k in keys}, flush=True)
+            retriever.save()
+        results[lang] = mean = {k: round(sum(r[k] for r in rows) / len(rows), 3) for k in keys}
+        mean["dev_conversational_p_at_1"] = rows[0]["dev_conversational_p_at_1"]
+        print(f"mean of {len(offsets)} draws [{lang}]", mean)
+    return results
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--cache", type=Path, help="keep each query's ranked pages here between runs")
     p.add_argument("--out", type=Path, help="write the numbers as JSON")
     p.add_argument(
-        "--offset", type=int, default=OFFSET, help="draw the second conversations this far on (other draws)"
+        "--offset",
+        default=str(OFFSET),
+        help="draw the second conversations this far on; several (3,5,7): the mean over those draws",
     )
     args = p.parse_args()
     import tempfile
 
     retriever = eval_retriever(args.cache)
-    threads = switch_threads(load_dev(), offset=args.offset)
+    offsets = [int(o) for o in args.offset.split(",")]
+    if len(offsets) > 1:
+        means = over_draws(retriever, offsets)
+        if args.out:
+            args.out.write_text(json.dumps(means, indent=2))
+        return
+    threads = switch_threads(load_dev(), offset=offsets[0])
     completers: dict[str, QuestionCompleter] = {
         "history (no topic detection)": HistoryCompleter(topics=False),
         "history with topic switches": HistoryCompleter(),
