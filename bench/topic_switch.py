@@ -117,6 +117,14 @@ def measure(pipeline: Pipeline, files: dict[str, Path], lang: str) -> dict[str, 
     }
 
 
+def thread_files(folder: Path, threads: list[dict[str, Any]]) -> dict[str, Path]:
+    """The dev split, the switching threads and their fresh counterparts as qa files (the latter in `folder`)."""
+    files = {"dev": SHARED / "qa-dev.json", "switch": folder / "switch.json", "fresh": folder / "fresh.json"}
+    files["switch"].write_text(json.dumps(threads), encoding="utf-8")
+    files["fresh"].write_text(json.dumps(fresh_threads(threads)), encoding="utf-8")
+    return files
+
+
 def over_draws(retriever: CachedRetriever, offsets: list[int]) -> dict[str, Any]:
     """The topic-switch completer over several draws of threads: each draw's numbers and their mean."""
     import tempfile
@@ -128,13 +136,7 @@ def over_draws(retriever: CachedRetriever, offsets: list[int]) -> dict[str, Any]
         for offset in offsets:
             threads = switch_threads(load_dev(), offset=offset)
             with tempfile.TemporaryDirectory() as tmp:
-                files = {
-                    "dev": SHARED / "qa-dev.json",
-                    "switch": Path(tmp) / "s.json",
-                    "fresh": Path(tmp) / "f.json",
-                }
-                files["switch"].write_text(json.dumps(threads), encoding="utf-8")
-                files["fresh"].write_text(json.dumps(fresh_threads(threads)), encoding="utf-8")
+                files = thread_files(Path(tmp), threads)
                 pipeline = Pipeline(completer=HistoryCompleter(), retriever=retriever, answerer=NoAnswer())
                 rows.append(measure(pipeline, files, lang))
             print(f"offset {offset} [{lang}]", {k: rows[-1][k] for k in keys}, flush=True)
@@ -171,13 +173,7 @@ def main() -> None:
     }
     results: dict[str, Any] = {}
     with tempfile.TemporaryDirectory() as tmp:
-        files = {
-            "dev": SHARED / "qa-dev.json",
-            "switch": Path(tmp) / "switch.json",
-            "fresh": Path(tmp) / "fresh.json",
-        }
-        files["switch"].write_text(json.dumps(threads), encoding="utf-8")
-        files["fresh"].write_text(json.dumps(fresh_threads(threads)), encoding="utf-8")
+        files = thread_files(Path(tmp), threads)
         for name, completer in completers.items():
             for lang in ("en", "de"):
                 pipeline = Pipeline(completer=completer, retriever=retriever, answerer=NoAnswer())
