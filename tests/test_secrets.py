@@ -40,6 +40,7 @@ def test_doctor_never_prints_the_password_in_confluence_url(tmp_path: Path) -> N
         "THREADWISE_DATA_DIR": str(tmp_path),
         "THREADWISE_EMBEDDER": "hashing",
         "CONFLUENCE_URL": "http://admin:hunter2@127.0.0.1:9/confluence",
+        "CONFLUENCE_CONNECT_TIMEOUT": "1",  # nothing listens there: give up after 1 s, not the default 10
         "CONFLUENCE_USERNAME": "admin",
         "CONFLUENCE_API_TOKEN": "hunter2",
         "SLACK_BOT_TOKEN": "",
