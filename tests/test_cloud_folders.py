@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from tests.support.cli import threadwise_cli
+from tests.support.cli import threadwise_cli_batch
 from tests.support.sync_env import SyncEnv, make_env
 from threadwise.connectors.scope import SpaceScope
 
@@ -64,10 +64,13 @@ def cli_env(tmp_path: Path, fake: SharedConfluence, *, cloud: bool) -> dict[str,
     return env | {"CONFLUENCE_URL": fake.url, "CONFLUENCE_PERSONAL_TOKEN": "dc-pat"}
 
 
-def run(env: dict[str, str], *args: str) -> str:
-    done = threadwise_cli(env, *args)
-    assert done.returncode == 0, done.stdout + done.stderr
-    return done.stdout
+def run(env: dict[str, str], *commands: tuple[str, ...]) -> list[str]:
+    """Each command's output; every one of them succeeds (one process runs them all, one after another)."""
+    outputs = []
+    for done in threadwise_cli_batch(env, *commands):
+        assert done.returncode == 0, done.stdout + done.stderr
+        outputs.append(done.stdout)
+    return outputs
 
 
 def test_a_restriction_above_a_folder_hides_every_page_below_it(
@@ -83,21 +86,30 @@ def test_a_restriction_above_a_folder_hides_every_page_below_it(
     open_page = cloud.page("Office hours", parent=shared, body="<p>The office opens at 8:30 on weekdays.</p>")
     env = cli_env(tmp_path, cloud, cloud=True)
 
-    run(env, "spaces", "add", "ENG")
-    synced = run(env, "sync", "ENG")
+    question, hours = (
+        "What is the launch code for Project Nightjar?",
+        "When does the office open on weekdays?",
+    )
+    _, synced, status_json, launch, office_hours = run(
+        env,
+        ("spaces", "add", "ENG"),
+        ("sync", "ENG"),
+        ("status", "--json"),
+        ("ask", question, "--json"),
+        ("ask", hours, "--json"),
+    )
     assert "left out" in synced or "restricted" in synced, synced
 
-    status = json.loads(run(env, "status", "--json"))
+    status = json.loads(status_json)
     eng = next(s for s in status if s["kind"] == "space" and s["key"] == "ENG")
     left_out = {r["page_id"]: r["reason"] for r in eng["left_out"]}
     assert left_out.keys() == {secret, inner, deeper}  # the page above the folder, and all below it
     assert "'Leadership'" in left_out[inner] and "'Leadership'" in left_out[deeper]
     assert eng["pages"] >= 2  # the homepage and the page in the open folder are indexed
 
-    answer = json.loads(run(env, "ask", "What is the launch code for Project Nightjar?", "--json"))
-    text = json.dumps(answer)
+    text = json.dumps(json.loads(launch))
     assert "48151623" not in text and "Nightjar launch" not in text and f"/{inner}/" not in text
-    office = json.loads(run(env, "ask", "When does the office open on weekdays?", "--json"))
+    office = json.loads(office_hours)
     assert "8:30" in json.dumps(office) and open_page in json.dumps(office)
 
 
@@ -120,13 +132,18 @@ def test_per_user_a_reader_must_pass_the_restriction_above_the_folder(
     plans = cloud.page("Plans", parent=secret, type="folder")
     inner = cloud.page("Nightjar launch", parent=plans, body=f"<p>{SECRET}</p>")
     env = cli_env(tmp_path, cloud, cloud=True) | {"THREADWISE_PERMISSIONS": "per-user"}
-    run(env, "spaces", "add", "ENG")
-    run(env, "sync", "ENG")
     question = "What is the launch code for Project Nightjar?"
+    *_, as_carol, as_bob = run(
+        env,
+        ("spaces", "add", "ENG"),
+        ("sync", "ENG"),
+        ("ask", question, "--json", "--as", "carol@example.com"),
+        ("ask", question, "--json", "--as", "bob@example.com"),
+    )
 
-    carol = json.loads(run(env, "ask", question, "--json", "--as", "carol@example.com"))
+    carol = json.loads(as_carol)
     assert inner in {s["page_id"] for s in carol["sources"]} and "48151623" in carol["answer"]
-    bob = json.loads(run(env, "ask", question, "--json", "--as", "bob@example.com"))
+    bob = json.loads(as_bob)
     assert inner not in {s["page_id"] for s in bob["sources"]} and "48151623" not in json.dumps(bob)
 
 

@@ -61,7 +61,7 @@ def test_a_password_in_confluence_url_reaches_no_output_store_or_admin_view(tmp_
     """CONFLUENCE_URL=http://user:secret@host and a Confluence that keeps failing: `sync` prints the failure,
     the run history stores it, and `status`, the App Home and the admin commands show it, all without the
     password (the connector's message is made clean; the store redacts again)."""
-    from tests.support.cli import threadwise_cli
+    from tests.support.cli import threadwise_cli, threadwise_cli_batch
     from tests.support.fake_confluence import FakeConfluence
     from tests.support.fake_confluence_pages import tree_wiki
     from tests.support.sync_env import make_env
@@ -88,8 +88,7 @@ def test_a_password_in_confluence_url_reaches_no_output_store_or_admin_view(tmp_
         assert added.returncode == 0, added.stderr
         fake.faults.retry_after = "0"  # 429 with Retry-After 0: the retries are spent at once
         fake.faults.next_statuses = [429] * 6
-        synced = threadwise_cli(env, "sync", "DOCS")
-        status = threadwise_cli(env, "status", "--json")
+        synced, status = threadwise_cli_batch(env, ("sync", "DOCS"), ("status", "--json"))
         # the same through the sync service, with Confluence answering 500
         service = make_env(data, url, backoff_s=0.0, max_retries=2)
         fake.faults.next_statuses = [500] * 3
