@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from tests.support.cli import threadwise_cli
+from tests.support.cli import threadwise_cli_batch
 from tests.support.fake_model_server import FakeModelServer
 from threadwise.slack.home import home_view
 
@@ -70,17 +70,17 @@ def env(tmp_path: Path) -> dict[str, str]:
 
 def test_status_lists_each_skipped_file_with_its_reason(tmp_path: Path, env: dict[str, str]) -> None:
     expected = write_folder(tmp_path / "docs", good=3)
-    indexed = threadwise_cli(env, "index", "--docs", str(tmp_path / "docs"))
+    indexed, status, as_json = threadwise_cli_batch(
+        env, ("index", "--docs", str(tmp_path / "docs")), ("status",), ("status", "--json")
+    )
     assert indexed.returncode == 1, indexed.stderr
-
-    status = threadwise_cli(env, "status")
     assert status.returncode == 0, status.stderr
     text = status.stdout
     assert f"folder {(tmp_path / 'docs').resolve()}: last index --docs" in text
     assert "partial" in text and "10 files, 3 embedded, 0 unchanged, 7 skipped" in text
     assert "... and 2 more (see status --json)" in text  # five shown, the rest in the JSON
 
-    entries = json.loads(threadwise_cli(env, "status", "--json").stdout)
+    entries = json.loads(as_json.stdout)
     assert [e["kind"] for e in entries] == ["space", "folder"]  # DOCS (from the files), then the folder
     run = entries[1]["last_run"]
     assert run["status"] == "partial" and run["failed"] == 7 and run["pages"] == 10
@@ -141,18 +141,20 @@ def test_an_index_run_killed_midway_shows_as_interrupted_and_the_next_run_comple
                 run.kill()
                 run.wait(10)
 
-        entries = json.loads(threadwise_cli(served, "status", "--json").stdout)
+        before, text, again, after = threadwise_cli_batch(
+            served, ("status", "--json"), ("status",), ("index", "--docs", str(docs)), ("status", "--json")
+        )
+        entries = json.loads(before.stdout)
         folder = next(e for e in entries if e["kind"] == "folder")
         assert folder["last_run"]["status"] == "interrupted"
         assert "killed or crashed" in folder["last_run"]["error"]
         done = sum(e["pages"] for e in entries if e["kind"] == "space")
         assert 0 < done < 48  # the batches before the kill were swapped in, nothing after
-        assert "interrupted" in threadwise_cli(served, "status").stdout
+        assert "interrupted" in text.stdout
 
-        again = threadwise_cli(served, "index", "--docs", str(docs))
         assert again.returncode == 0, again.stderr
         assert f"48 pages: {48 - done} embedded, {done} unchanged, 0 skipped" in again.stdout
-        entries = json.loads(threadwise_cli(served, "status", "--json").stdout)
+        entries = json.loads(after.stdout)
         assert next(e for e in entries if e["kind"] == "folder")["last_run"]["status"] == "ok"
         assert next(e for e in entries if e["kind"] == "space")["pages"] == 48
 
