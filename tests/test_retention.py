@@ -4,18 +4,15 @@ from __future__ import annotations
 
 import getpass
 import os
-import subprocess
-import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from sqlalchemy import func, select, update
 
+from tests.support.cli import threadwise_cli_batch
 from tests.support.slack_world import build_world
 from threadwise.db.conversations import ConversationRow, FeedbackRow, ThreadKey, TurnRow
 from threadwise.db.retention import forget_user, purge_older_than, retention_days
-
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def count(world, table) -> int:  # type: ignore[no-untyped-def]
@@ -72,20 +69,18 @@ def test_forget_user_removes_their_questions_votes_and_threads(tmp_path: Path) -
 
 def test_the_commands(tmp_path: Path) -> None:
     env = {**os.environ, "THREADWISE_DATA_DIR": str(tmp_path / "data"), "THREADWISE_EMBEDDER": "hashing"}
-
-    def cli(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [sys.executable, "-m", "threadwise", *args], env=env, cwd=ROOT, capture_output=True, text=True
-        )
-
-    assert cli("ask", "how do I set up my development machine?", "--thread", "t1").returncode == 0
-    forgot = cli("forget-user", getpass.getuser())  # the CLI asks in its login's name
-    assert forgot.returncode == 0 and "1 answers" in forgot.stdout, forgot.stdout + forgot.stderr
-    purged = cli("purge")
-    assert purged.returncode == 0 and "older than 90 days" in purged.stdout
-    assert (tmp_path / "data").stat().st_mode & 0o077 == 0  # the data folder is the service user's alone
     broken = tmp_path / "docs"
     broken.mkdir()
     (broken / "bad.json").write_text("{not json")
-    indexed = cli("index", "--docs", str(broken))  # a page that could not be indexed: scripts see exit 1
+    asked, forgot, purged, indexed = threadwise_cli_batch(
+        env,
+        ("ask", "how do I set up my development machine?", "--thread", "t1"),
+        ("forget-user", getpass.getuser()),  # the CLI asks in its login's name
+        ("purge",),
+        ("index", "--docs", str(broken)),  # a page that could not be indexed: scripts see exit 1
+    )
+    assert asked.returncode == 0, asked.stderr
+    assert forgot.returncode == 0 and "1 answers" in forgot.stdout, forgot.stdout + forgot.stderr
+    assert purged.returncode == 0 and "older than 90 days" in purged.stdout
+    assert (tmp_path / "data").stat().st_mode & 0o077 == 0  # the data folder is the service user's alone
     assert indexed.returncode == 1 and "could not be indexed" in indexed.stderr, indexed.stderr
