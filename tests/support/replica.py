@@ -24,9 +24,6 @@ from threadwise.db.schema import upgrade
 from threadwise.slack.app import SlackBot
 from threadwise.slack.http_server import HttpServer
 from threadwise.slack.settings import SlackSettings
-from threadwise.teams.app import TeamsBot
-from threadwise.teams.serve import TeamsServer
-from threadwise.teams.settings import TeamsSettings
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 
@@ -78,6 +75,11 @@ def main() -> None:
         replica=Replica("dying-replica", ttl_s=ttl_s, sweep_s=ttl_s),
     )
     if api_url == "teams":
+        # imported here: a Slack replica starts without the Teams SDK (about a second of imports)
+        from threadwise.teams.app import TeamsBot
+        from threadwise.teams.serve import TeamsServer
+        from threadwise.teams.settings import TeamsSettings
+
         teams = TeamsBot(
             conversations=world.conversations,
             admin=world.admin,
