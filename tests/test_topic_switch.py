@@ -212,6 +212,23 @@ def test_a_question_that_may_start_a_topic_is_completed_and_marked_and_settled_b
     assert settle(c, retrieved(FRANCE, words=[], meaning=[("p0", 0.75), ("geo", 0.74)])).question == FRANCE
 
 
+@pytest.mark.parametrize(("topic_page_at", "new"), [(2, False), (3, False), (4, True), (6, True)])
+def test_near_in_meaning_leads_to_the_topic_only_among_the_first_hits(topic_page_at: int, new: bool) -> None:
+    """ "wo hat George Dunlop 2014 einen Vortrag über Openxt gehalten?" after a meeting's minutes: its first five
+    dense hits are all one talks page, the minutes sixth but within 0.02 of the best. That is not where it leads."""
+    question = "wo hat George Dunlop 2014 einen Vortrag über Openxt gehalten?"
+    c = HistoryCompleter().complete(
+        question, turns("Was war der geschlossene Tagesordnungspunkt im Meeting am 18.8.16?")
+    )
+    assert c.alone == question
+    meaning = [("talks", 0.829 - i * 0.001) for i in range(5)]
+    meaning.insert(topic_page_at - 1, ("p0", 0.829 - topic_page_at * 0.001))
+    # sure: its words and its meaning agree on the talks page (though another page is first by words)
+    words = [("misc", 6.6), ("talks", 6.5), ("p0", 1.7)]
+    sure = retrieved(question, words=words, meaning=meaning)
+    assert (settle(c, sure).method == NEW_TOPIC) is new
+
+
 @pytest.mark.parametrize(
     ("words", "meaning"),
     [

@@ -258,18 +258,20 @@ AGREED_SHARE = (
 CLEAR_LEAD = 0.75  # an English question's best page by words leads clearly when the next has under this share
 COMMON_SHARE = 0.25  # a word on this share of the wiki's pages or more holds no question on a topic
 MEET_DEPTH = 10  # a topic page among this many first of a ranking meets the question (= evidences shown)
-DENSE_GAP = 0.02  # a topic page's best evidence this close to the best evidence's cosine is where it leads
+DENSE_GAP = 0.02  # a topic page's best evidence this close to the best evidence's cosine is where it leads …
+DENSE_DEPTH = 3  # … when it is among this many first by meaning (five hits of one other page first: elsewhere)
 
 
 def leads_to(alone: Retrieval, pages: Collection[str]) -> bool:
     """Whether the question retrieved alone leads to one of `pages`: by its words (the page ranking's BM25 score
     of a topic page against the best page's), or by meaning (the dense score of a topic page's best evidence
-    against the best one's; what counts for a question in another language than the pages)."""
+    against the best one's, among the first `DENSE_DEPTH`; what counts for a question in another language than
+    the pages)."""
     if holds_words(alone, pages):
         return True
     if not alone.dense:
         return False
-    near = [h.score for h in alone.dense if _page(h) in pages]
+    near = [h.score for h in alone.dense[:DENSE_DEPTH] if _page(h) in pages]
     return bool(near) and alone.dense[0].score - max(near) <= DENSE_GAP
 
 
