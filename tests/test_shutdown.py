@@ -14,7 +14,6 @@ import urllib.request
 from functools import partial
 from pathlib import Path
 
-from tests.support.cli import threadwise_cli
 from tests.support.fake_openai import FakeOpenAI
 from tests.support.fake_slack import FakeSlack
 from tests.support.llm import unused_port
@@ -22,6 +21,10 @@ from tests.support.replica import claim_store
 from tests.support.slack_events import SlackSender
 from tests.support.teams_world import wait_healthy
 from threadwise.chat.serving import DRAIN_S
+from threadwise.connectors.files import load_pages
+from threadwise.index.indexer import index_pages
+from threadwise.settings import load_settings
+from threadwise.wiring import Threadwise
 
 ROOT = Path(__file__).resolve().parents[1]
 SECRET = "0123456789abcdef0123456789abcdef"
@@ -46,11 +49,15 @@ def test_sigterm_finishes_or_hands_over_the_answers_in_flight_and_exits_0(tmp_pa
     # every model call takes 3 s: a question is still being answered when SIGTERM comes; one call hangs
     with FakeOpenAI(delay=3.0) as llm, FakeSlack(users={"U1": {}, "U2": {}}) as slack:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("THREADWISE_", "OPENAI_", "SLACK_"))}
-        env |= {"HOME": str(tmp_path), "THREADWISE_DATA_DIR": str(tmp_path / "data")}
+        data = tmp_path / "data"
+        env |= {"HOME": str(tmp_path), "THREADWISE_DATA_DIR": str(data)}
         env |= {"THREADWISE_EMBEDDER": "hashing", "SLACK_SIGNING_SECRET": SECRET}
         env |= {"SLACK_BOT_TOKEN": slack.token, "SLACK_API_URL": slack.api_url}
-        indexed = threadwise_cli(env | {"THREADWISE_LLM": "off"}, "index", "--docs", str(SAMPLE))
-        assert indexed.returncode == 0, indexed.stderr
+        # the sample wiki indexed into the data folder here, as `threadwise index --docs` would (the test process
+        # has the index code loaded already: no process start for it)
+        indexer = Threadwise(settings=load_settings(env={"THREADWISE_EMBEDDER": "hashing"}, data_dir=data))
+        pages, failures = load_pages(SAMPLE)
+        assert not failures and not index_pages(indexer.index, pages).failures
         env |= {"THREADWISE_LLM_BASE_URL": llm.url, "THREADWISE_LLM_API_KEY": llm.api_key}
         env |= {"THREADWISE_LLM_TIMEOUT": "120", "THREADWISE_LEASE_TTL_SECONDS": "5"}
         port = unused_port()
