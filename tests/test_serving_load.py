@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from tests.support.cli import threadwise_cli
 from tests.support.fake_slack import FakeSlack
+from tests.support.folder_source import index_folder
 from tests.support.slack_events import SlackSender
 from tests.support.slack_world import SIGNING_SECRET, World, build_world, running_bot
 from threadwise.chat.pool import Activity, FairPool
@@ -91,7 +91,7 @@ def served(tmp_path: Path) -> Iterator[tuple[FakeSlack, SlackSender, dict[str, s
             "SLACK_SIGNING_SECRET": SIGNING_SECRET,
             "SLACK_API_URL": slack.api_url,
         }
-        assert threadwise_cli(env, "index", "--docs", str(SAMPLE_WIKI_DIR)).returncode == 0
+        index_folder(tmp_path / "data", SAMPLE_WIKI_DIR)
         proc = subprocess.Popen(
             [sys.executable, "-m", "threadwise", "serve", "--http", "0", "--host", "127.0.0.1", "--no-sync"],
             env=env,

@@ -16,15 +16,12 @@ from pathlib import Path
 
 from tests.support.fake_openai import FakeOpenAI
 from tests.support.fake_slack import FakeSlack
+from tests.support.folder_source import index_folder
 from tests.support.llm import unused_port
 from tests.support.replica import claim_store
 from tests.support.slack_events import SlackSender
 from tests.support.teams_world import wait_healthy
 from threadwise.chat.serving import DRAIN_S
-from threadwise.connectors.files import load_pages
-from threadwise.index.indexer import index_pages
-from threadwise.settings import load_settings
-from threadwise.wiring import Threadwise
 
 ROOT = Path(__file__).resolve().parents[1]
 SECRET = "0123456789abcdef0123456789abcdef"
@@ -53,11 +50,7 @@ def test_sigterm_finishes_or_hands_over_the_answers_in_flight_and_exits_0(tmp_pa
         env |= {"HOME": str(tmp_path), "THREADWISE_DATA_DIR": str(data)}
         env |= {"THREADWISE_EMBEDDER": "hashing", "SLACK_SIGNING_SECRET": SECRET}
         env |= {"SLACK_BOT_TOKEN": slack.token, "SLACK_API_URL": slack.api_url}
-        # the sample wiki indexed into the data folder here, as `threadwise index --docs` would (the test process
-        # has the index code loaded already: no process start for it)
-        indexer = Threadwise(settings=load_settings(env={"THREADWISE_EMBEDDER": "hashing"}, data_dir=data))
-        pages, failures = load_pages(SAMPLE)
-        assert not failures and not index_pages(indexer.index, pages).failures
+        index_folder(data, SAMPLE)
         env |= {"THREADWISE_LLM_BASE_URL": llm.url, "THREADWISE_LLM_API_KEY": llm.api_key}
         env |= {"THREADWISE_LLM_TIMEOUT": "120", "THREADWISE_LEASE_TTL_SECONDS": "5"}
         port = unused_port()

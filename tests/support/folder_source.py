@@ -41,3 +41,15 @@ class FolderSource:
         if page is None or (space and page.space != space):
             return PageFailure(page_id=page_id, title="", reason=f"no such page in {self.folder}")
         return page
+
+
+def index_folder(data_dir: Path, folder: Path) -> None:
+    """`folder`'s page files indexed into the data folder `data_dir` with the hashing embedder, in this process:
+    what `threadwise index --docs` leaves for a `serve` started after it, without a process start."""
+    from threadwise.index.indexer import index_pages
+    from threadwise.settings import load_settings
+    from threadwise.wiring import Threadwise
+
+    app = Threadwise(settings=load_settings(env={"THREADWISE_EMBEDDER": "hashing"}, data_dir=data_dir))
+    pages, failures = load_pages(folder)
+    assert not failures and not index_pages(app.index, pages).failures
