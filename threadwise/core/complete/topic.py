@@ -259,7 +259,7 @@ CLEAR_LEAD = 0.75  # an English question's best page by words leads clearly when
 COMMON_SHARE = 0.25  # a word on this share of the wiki's pages or more holds no question on a topic
 MEET_DEPTH = 10  # a topic page among this many first of a ranking meets the question (= evidences shown)
 DENSE_GAP = 0.02  # a topic page's best evidence this close to the best evidence's cosine is where it leads …
-DENSE_DEPTH = 3  # … when it is among this many first by meaning (five hits of one other page first: elsewhere)
+DENSE_DEPTH = 3  # … when it is among this many first by meaning (five hits of another page first: elsewhere)
 
 
 def leads_to(alone: Retrieval, pages: Collection[str]) -> bool:
