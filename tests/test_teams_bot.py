@@ -30,11 +30,13 @@ from tests.support.teams_activities import (
 )
 from tests.support.teams_world import APP_ID, OUTGOING_TOKEN, RunningTeams, running_teams
 from tests.support.views import source_view, turn_citing
+from threadwise.chat.turn_views import cluster_line
 from threadwise.core.answer.llm import LLMAnswerer
 from threadwise.core.attribute.explanation import ClusterAttribution, SourceRef
 from threadwise.db.conversations import ThreadKey
 from threadwise.index.store import EvidenceIndex
 from threadwise.teams import cards
+from threadwise.teams.admin import TEAMS
 from threadwise.teams.settings import TeamsSettings
 
 LAPTOP = "how do I request a new laptop?"
@@ -441,11 +443,11 @@ def test_teams_writes_the_explanation_in_markdown() -> None:
     )
     cluster = ClusterAttribution(1, refs, 0.75, 0.5, (0.5,), ("x",))
     failed = ClusterAttribution(2, refs[1:], 0.0, None, (), (), scored=False, error="timeout <5 s>")
-    assert cards.cluster_line(cluster) == (
+    assert cluster_line(cluster, TEAMS) == (
         "`███████▌  ` **75%**  [Laptops (row 1)](https://wiki.example/1) [1], "
         "[Laptops (row 2)](https://wiki.example/2) [2]"
     )
-    assert cards.cluster_line(failed).startswith("*not scored: timeout &lt;5 s&gt;*  [Laptops (row 2)]")
+    assert cluster_line(failed, TEAMS).startswith("*not scored: timeout &lt;5 s&gt;*  [Laptops (row 2)]")
 
 
 def test_teams_cards_borrow_nothing_from_slack() -> None:

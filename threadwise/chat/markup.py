@@ -21,6 +21,8 @@ class Markup(Protocol):
     def user(self, user_id: str, name: str = "") -> str: ...  # a mention of someone
     def group(self, group_id: str, name: str) -> str: ...  # a mention of a user group
     def icon(self, name: str) -> str: ...  # "ok", "warning", "failed"
+    def link(self, url: str, label: str) -> str: ...  # just the label when there is no usable URL
+    def code(self, text: str) -> str: ...
 
 
 def escape(text: str) -> str:

@@ -7,7 +7,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from threadwise.core.attribute.explanation import Explanation
+from threadwise.chat.markup import Markup, escape, truncate
+from threadwise.core.attribute.explanation import ClusterAttribution, Explanation, share_bar
 from threadwise.core.pipeline import TurnResult
 from threadwise.db.conversations import StoredTurn
 
@@ -163,6 +164,28 @@ class ExplainView:
     def explanation(self) -> Explanation | None:
         """The attribution to show, read once from what is stored; None when there is none."""
         return None if self.error or not self.result else Explanation.from_dict(self.result)
+
+
+MAX_SOURCES_PER_CLUSTER = 8  # sources named on one line of an explanation
+LABEL_CHARS = 150  # a page title in a link: a 10 KB title must not push the rest of a line out
+
+
+def cluster_line(cluster: ClusterAttribution, markup: Markup) -> str:
+    """One group of an explanation: "`██████▊` *67%*  <url|Page (row 7)> [1], <url|Other page> [4]", in the
+    platform's `markup`; a group that could not be scored says why."""
+    shown = cluster.sources[:MAX_SOURCES_PER_CLUSTER]
+    sources = ", ".join(f"{markup.link(s.url, truncate(s.label, LABEL_CHARS))} [{s.position}]" for s in shown)
+    if len(cluster.sources) > len(shown):
+        sources += f" and {len(cluster.sources) - len(shown)} more"
+    if cluster.scored:
+        head = (
+            f"{markup.code(f'{share_bar(cluster.share):<10}')} {markup.bold(f'{cluster.share * 100:.0f}%')}"
+        )
+    else:
+        head = markup.italic(
+            f"not scored{': ' + escape(truncate(cluster.error, 200)) if cluster.error else ''}"
+        )
+    return f"{head}  {sources}"
 
 
 def source_dicts(result: TurnResult) -> list[dict[str, Any]]:

@@ -14,11 +14,10 @@ from typing import Any
 
 from threadwise.chat.conversations import ExplainView, SourceView, TurnView, page_groups
 from threadwise.chat.markup import truncate
-from threadwise.chat.turn_views import WHY_TEXT, WHY_TITLE, page_lines
+from threadwise.chat.turn_views import LABEL_CHARS, WHY_TEXT, WHY_TITLE, cluster_line, page_lines
 from threadwise.core.answer.citations import rewrite_citations, strip_citations
-from threadwise.core.attribute.explanation import ClusterAttribution, share_bar
 from threadwise.core.types import NOT_FOUND_PLAIN
-from threadwise.slack.mrkdwn import escape, link, markdown_to_mrkdwn, slack_date, split_mrkdwn
+from threadwise.slack.mrkdwn import SLACK, escape, link, markdown_to_mrkdwn, slack_date, split_mrkdwn
 
 Message = dict[str, Any]
 Block = dict[str, Any]
@@ -37,7 +36,6 @@ MAX_ANSWER_SECTIONS = 3  # beyond this, "Read the full answer"
 MAX_MODAL_BLOCKS = 100
 MAX_SOURCE_LINES = 8
 MAX_FOLLOW_UPS = 3
-LABEL_CHARS = 150  # a page title in a link: a 10 KB title must not push the rest of a line out
 OUTDATED = "⚠ possibly outdated"  # a cited page older than THREADWISE_STALE_AFTER_DAYS
 
 _TURN_BLOCK = re.compile(r"^turn:(\d+)")
@@ -230,20 +228,6 @@ def notice_message(text: str) -> Message:
 
 WHY = f"*{WHY_TITLE}* {WHY_TEXT}"
 MAX_CLUSTERS_SHOWN = 40
-MAX_SOURCES_PER_CLUSTER = 8
-
-
-def cluster_line(cluster: ClusterAttribution) -> str:
-    """ "`██████▊` *67%*  <url|Page (row 7)> [1], <url|Other page> [4]"."""
-    shown = cluster.sources[:MAX_SOURCES_PER_CLUSTER]
-    sources = ", ".join(f"{link(s.url, truncate(s.label, LABEL_CHARS))} [{s.position}]" for s in shown)
-    if len(cluster.sources) > len(shown):
-        sources += f" and {len(cluster.sources) - len(shown)} more"
-    if cluster.scored:
-        head = f"`{share_bar(cluster.share):<10}` *{cluster.share * 100:.0f}%*"
-    else:
-        head = f"_not scored{': ' + escape(truncate(cluster.error, 200)) if cluster.error else ''}_"
-    return f"{head}  {sources}"
 
 
 def explanation_message(view: ExplainView) -> Message:
@@ -255,7 +239,7 @@ def explanation_message(view: ExplainView) -> Message:
     blocks = [section(WHY)]
     if expl.note:
         blocks.append(context(escape(expl.note)))
-    blocks += [section(cluster_line(c)) for c in ordered[:MAX_CLUSTERS_SHOWN]]
+    blocks += [section(cluster_line(c, SLACK)) for c in ordered[:MAX_CLUSTERS_SHOWN]]
     if len(ordered) > MAX_CLUSTERS_SHOWN:
         blocks.append(context(f"… and {len(ordered) - MAX_CLUSTERS_SHOWN} smaller groups"))
     seconds = expl.timings_ms.get("total", 0.0) / 1000

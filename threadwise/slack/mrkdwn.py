@@ -41,6 +41,12 @@ class SlackMarkup:
     def icon(self, name: str) -> str:
         return _ICONS[name]
 
+    def link(self, url: str, label: str) -> str:
+        return link(url, label)
+
+    def code(self, text: str) -> str:
+        return f"`{text}`"
+
 
 SLACK = SlackMarkup()
 

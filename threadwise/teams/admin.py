@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from threadwise.chat.admin_commands import AdminCommands
+from threadwise.chat.markup import escape
 from threadwise.chat.status_text import feedback_lines
 from threadwise.chat.turn_views import page_date
 from threadwise.db.channel_modes import Expert
@@ -66,8 +67,22 @@ class TeamsMarkup:
     def icon(self, name: str) -> str:
         return _ICONS[name]
 
+    def link(self, url: str, label: str) -> str:
+        return link(url, label)
+
+    def code(self, text: str) -> str:
+        return f"`{text}`"
+
 
 TEAMS = TeamsMarkup()
+
+
+def link(url: str, label: str) -> str:
+    """A Markdown link; just the label when there is no usable URL."""
+    label = escape(" ".join(label.split())).replace("[", "(").replace("]", ")") or url
+    if not url.startswith(("http://", "https://")):
+        return label
+    return f"[{label}]({url.replace(' ', '%20').replace('(', '%28').replace(')', '%29')})"
 
 
 def paragraphs(text: str) -> str:

@@ -20,9 +20,18 @@ from microsoft_teams.api.models.attachment.attachment import Attachment
 from microsoft_teams.api.models.entity import CitationAppearance
 
 from threadwise.chat.conversations import ExplainView, SourceView, TurnView
-from threadwise.chat.turn_views import WHY_TEXT, WHY_TITLE, page_date, page_groups, page_lines
+from threadwise.chat.markup import escape
+from threadwise.chat.turn_views import (
+    LABEL_CHARS,
+    WHY_TEXT,
+    WHY_TITLE,
+    cluster_line,
+    page_date,
+    page_groups,
+    page_lines,
+)
 from threadwise.core.answer.citations import rewrite_citations
-from threadwise.core.attribute.explanation import ClusterAttribution, share_bar
+from threadwise.teams.admin import TEAMS, link
 
 Card = dict[str, Any]
 
@@ -34,24 +43,9 @@ CARD_TYPE = "application/vnd.microsoft.card.adaptive"
 CARD_VERSION = "1.5"
 MAX_CITATIONS = 20  # Teams shows at most 20 citation entities per message
 MAX_CLUSTERS_SHOWN = 20
-MAX_SOURCES_PER_CLUSTER = 8
 MAX_SOURCE_LINES = 8
 MAX_TEXT = 20_000  # Teams refuses messages much beyond ~28 KB
-LABEL_CHARS = 150  # a page title in a link: a 10 KB title must not push the rest of a line out
 OUTDATED = "⚠ possibly outdated"  # a cited page older than THREADWISE_STALE_AFTER_DAYS
-
-
-def escape(text: str) -> str:
-    """Teams reads message text as Markdown with inline HTML: `<`, `>` and `&` from pages stay literal."""
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-
-
-def link(url: str, label: str) -> str:
-    """A Markdown link; just the label when there is no usable URL."""
-    label = escape(" ".join(label.split())).replace("[", "(").replace("]", ")") or url
-    if not url.startswith(("http://", "https://")):
-        return label
-    return f"[{label}]({url.replace(' ', '%20').replace('(', '%28').replace(')', '%29')})"
 
 
 def _cut(text: str, limit: int) -> str:
@@ -209,26 +203,13 @@ def explanation_text(view: ExplainView) -> str:
     parts = [f"**{WHY_TITLE}** {WHY_TEXT}"]
     if expl.note:
         parts.append("*" + escape(expl.note) + "*")
-    parts += [cluster_line(c) for c in ordered[:MAX_CLUSTERS_SHOWN]]
+    parts += [cluster_line(c, TEAMS) for c in ordered[:MAX_CLUSTERS_SHOWN]]
     if len(ordered) > MAX_CLUSTERS_SHOWN:
         parts.append(f"… and {len(ordered) - MAX_CLUSTERS_SHOWN} smaller groups")
     seconds = expl.timings_ms.get("total", 0.0) / 1000
     footer = f"{expl.answer_calls} answer calls · {seconds:.1f} s"
     parts.append(footer + (" · computed earlier" if view.cached else ""))
     return _cut("\n\n".join(parts), MAX_TEXT)
-
-
-def cluster_line(cluster: ClusterAttribution) -> str:
-    """ "`██████▊   ` **67%**  [Page (row 7)](url) [1], [Other page](url) [4]"."""
-    shown = cluster.sources[:MAX_SOURCES_PER_CLUSTER]
-    sources = ", ".join(f"{link(s.url, _cut(s.label, LABEL_CHARS))} [{s.position}]" for s in shown)
-    if len(cluster.sources) > len(shown):
-        sources += f" and {len(cluster.sources) - len(shown)} more"
-    if cluster.scored:
-        head = f"`{share_bar(cluster.share):<10}` **{cluster.share * 100:.0f}%**"
-    else:
-        head = f"*not scored{': ' + escape(_cut(cluster.error, 200)) if cluster.error else ''}*"
-    return f"{head}  {sources}"
 
 
 def explanation_activity(view: ExplainView) -> MessageActivityInput:
