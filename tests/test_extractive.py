@@ -223,6 +223,8 @@ def test_verbalized_table_lines_give_their_cells_back() -> None:
         ("Und was ist mit TPM?", True),
         ("And what about TPM?", False),
         ("Wer hat das Dokument geschrieben?", True),
+        ("Was bedeutet „Software-Dokumentation abgeschlossen“?", True),  # no function word: its quotes tell
+        ('What does "software documentation done" mean?', False),
     ],
 )
 def test_language_guess(question: str, german: bool) -> None:

@@ -21,13 +21,13 @@ _WORD = re.compile(r"\w+", re.UNICODE)
 
 
 def is_german(text: str) -> bool:
-    """Cheap language guess from function words (umlauts and ß break a tie)."""
+    """Cheap language guess from function words (umlauts, ß and German opening quotes „ break a tie)."""
     words = [w.lower() for w in _WORD.findall(text)]
     de = sum(w in _DE_WORDS for w in words)
     en = sum(w in _EN_WORDS for w in words)
     if de != en:
         return de > en
-    return bool(re.search(r"[äöüß]", text.lower()))
+    return bool(re.search(r"[äöüß„]", text.lower()))
 
 
 _VERBALIZED = re.compile(r"Row \d+ in Table \d+:|, and\b|\bis\b")
