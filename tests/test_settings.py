@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from threadwise.connectors.confluence_rest import ConfluenceSettings
+from threadwise.errors import ConfigError
 from threadwise.settings import env_flag, env_list, load_settings
 from threadwise.slack.settings import SlackSettings
 from threadwise.teams.settings import TeamsSettings
@@ -46,3 +49,12 @@ def test_lists_are_comma_separated_and_trimmed() -> None:
     assert env_list({}, "A") == ()
     assert SlackSettings.from_env({"THREADWISE_SLACK_ADMINS": "U1, U2"}).admin_user_ids == ("U1", "U2")
     assert TeamsSettings.from_env({"THREADWISE_TEAMS_ADMINS": "a ,b"}).admin_ids == ("a", "b")
+
+
+def test_the_drain_on_shutdown_is_set_in_whole_seconds_and_never_negative(tmp_path: Path) -> None:
+    assert load_settings(env={}, data_dir=tmp_path).drain_seconds == 15
+    assert load_settings(env={"THREADWISE_DRAIN_SECONDS": "40"}, data_dir=tmp_path).drain_seconds == 40
+    with pytest.raises(ConfigError, match="THREADWISE_DRAIN_SECONDS=-1 is a negative number of seconds"):
+        load_settings(env={"THREADWISE_DRAIN_SECONDS": "-1"}, data_dir=tmp_path)
+    with pytest.raises(ConfigError, match="THREADWISE_DRAIN_SECONDS='soon' is not a whole number"):
+        load_settings(env={"THREADWISE_DRAIN_SECONDS": "soon"}, data_dir=tmp_path)

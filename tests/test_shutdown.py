@@ -21,11 +21,11 @@ from tests.support.llm import unused_port
 from tests.support.replica import claim_store
 from tests.support.slack_events import SlackSender
 from tests.support.teams_world import wait_healthy
-from threadwise.chat.serving import DRAIN_S
 
 ROOT = Path(__file__).resolve().parents[1]
 SECRET = "0123456789abcdef0123456789abcdef"
 SAMPLE = ROOT / "threadwise" / "sample_wiki"
+DRAIN_S = 6  # THREADWISE_DRAIN_SECONDS here: two model calls' time, instead of the default 15
 
 
 def _asked(llm: FakeOpenAI, count: int) -> bool:
@@ -53,6 +53,7 @@ def test_sigterm_finishes_or_hands_over_the_answers_in_flight_and_exits_0(tmp_pa
         index_folder(data, SAMPLE)
         env |= {"THREADWISE_LLM_BASE_URL": llm.url, "THREADWISE_LLM_API_KEY": llm.api_key}
         env |= {"THREADWISE_LLM_TIMEOUT": "120", "THREADWISE_LEASE_TTL_SECONDS": "5"}
+        env |= {"THREADWISE_DRAIN_SECONDS": str(DRAIN_S)}
         port = unused_port()
         process = subprocess.Popen(
             [

@@ -138,7 +138,8 @@ class FrontEnds:
                 root.warm_up()
                 bot = self.teams_bot(scheduler)
                 port = serving.teams_port or TEAMS_PORT
-                stack.enter_context(serve_teams(bot, host=serving.host, port=port))
+                drain_s = root.settings.drain_seconds
+                stack.enter_context(serve_teams(bot, host=serving.host, port=port, drain_s=drain_s))
             if with_slack:
                 warm_up = None if with_teams else root.warm_up
                 serve_slack(
@@ -147,6 +148,7 @@ class FrontEnds:
                     host=serving.host,
                     scheduler=scheduler,
                     warm_up=warm_up,
+                    drain_s=root.settings.drain_seconds,
                 )
             else:
                 from threadwise.teams.serve import run_until_stopped

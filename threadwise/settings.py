@@ -40,6 +40,9 @@ class Settings:
     # (THREADWISE_STALE_AFTER_DAYS), and whether it names who asked (THREADWISE_REPORT_SHOWS_ASKERS, off)
     stale_after_days: int = 730
     report_shows_askers: bool = False
+    # `serve` on SIGTERM: how long the answers in progress may finish before the rest is left to another replica
+    # (THREADWISE_DRAIN_SECONDS); the orchestrator's grace period must exceed it plus 10 s (docs/operations.md)
+    drain_seconds: int = 15
 
     def get(self, name: str, default: str = "") -> str:
         return self.env.get(name, default)
@@ -114,6 +117,7 @@ def load_settings(
         permissions=permissions_policy(merged),
         stale_after_days=_int(merged, "THREADWISE_STALE_AFTER_DAYS", 730),
         report_shows_askers=env_flag(merged, "THREADWISE_REPORT_SHOWS_ASKERS", False),
+        drain_seconds=_seconds(merged, "THREADWISE_DRAIN_SECONDS", 15),
     )
 
 
@@ -138,6 +142,13 @@ def read_config_file(path: Path) -> dict[str, str]:
             f"config file {path}: {', '.join(nested)} must be plain values (a flat table, no sections or lists)"
         )
     return {key: str(value) for key, value in table.items()}
+
+
+def _seconds(env: Mapping[str, str], name: str, default: int) -> int:
+    value = _int(env, name, default)
+    if value < 0:
+        raise ConfigError(f"{name}={value} is a negative number of seconds")
+    return value
 
 
 def _int(env: Mapping[str, str], name: str, default: int) -> int:

@@ -1,6 +1,7 @@
 """What every front end's `serve` shares: the scheduler it starts, and the drain on shutdown.
 
-On SIGTERM a front end stops taking requests, then the answers in progress and queued get DRAIN_S; what is
+On SIGTERM a front end stops taking requests, then the answers in progress and queued get DRAIN_S (or
+THREADWISE_DRAIN_SECONDS); what is
 left is handed over (its claim, no longer renewed, lapses to another replica). compose.yaml's
 stop_grace_period leaves room for both (tests/test_compose.py).
 """
@@ -25,9 +26,9 @@ class Drains(Protocol):
     def close(self, *, wait: bool = ...) -> None: ...
 
 
-def drain(bot: Drains) -> None:
-    """Let the answers in progress finish for at most DRAIN_S, then close the bot: what is still open is left to
-    another replica."""
-    if not bot.wait_idle(timeout=DRAIN_S):
-        log.warning("stopping with answers still in progress after %.0f s: left to another replica", DRAIN_S)
+def drain(bot: Drains, *, seconds: float = DRAIN_S) -> None:
+    """Let the answers in progress finish for at most `seconds`, then close the bot: what is still open is left
+    to another replica."""
+    if not bot.wait_idle(timeout=seconds):
+        log.warning("stopping with answers still in progress after %.0f s: left to another replica", seconds)
     bot.close(wait=False)

@@ -20,7 +20,7 @@ import uvicorn
 from fastapi import Response
 
 from threadwise import metrics
-from threadwise.chat.serving import Scheduler, drain
+from threadwise.chat.serving import DRAIN_S, Scheduler, drain
 from threadwise.teams.app import MESSAGES_PATH, TeamsBot
 
 log = logging.getLogger(__name__)
@@ -109,9 +109,9 @@ class TeamsServer:
 
 
 @contextmanager
-def serve_teams(bot: TeamsBot, *, host: str, port: int) -> Iterator[TeamsServer]:
-    """Serve `bot`'s endpoint while the block runs; refuses to start (ValueError, saying what to set) with
-    settings that cannot authenticate requests."""
+def serve_teams(bot: TeamsBot, *, host: str, port: int, drain_s: float = DRAIN_S) -> Iterator[TeamsServer]:
+    """Serve `bot`'s endpoint while the block runs, then give the answers in progress `drain_s`; refuses to
+    start (ValueError, saying what to set) with settings that cannot authenticate requests."""
     settings = bot.settings
     problem = settings.problem()
     if problem:
@@ -124,8 +124,8 @@ def serve_teams(bot: TeamsBot, *, host: str, port: int) -> Iterator[TeamsServer]
     )
     try:
         yield server
-    finally:  # the answers in progress first (at most DRAIN_S): they send through the server's loop
-        drain(bot)
+    finally:  # the answers in progress first (at most drain_s): they send through the server's loop
+        drain(bot, seconds=drain_s)
         server.stop()
 
 
