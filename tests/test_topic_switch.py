@@ -23,7 +23,7 @@ from threadwise.core.complete.topic import (
     topic_start,
 )
 from threadwise.core.retrieve.retriever import Retrieval
-from threadwise.core.types import Hit, PastTurn
+from threadwise.core.types import Evidence, Hit, PastTurn
 from threadwise.db.conversations import ThreadKey
 from threadwise.settings import load_settings
 from threadwise.wiring import Threadwise
@@ -303,6 +303,32 @@ def test_an_unsure_question_meets_the_topic_only_among_its_first_candidates(
     settled = settle(c, scattered(ARCHITECTURE, topic_page_at))
     assert (settled.method == NEW_TOPIC) is new
     assert settled.question == (ARCHITECTURE if new else c.question)
+
+
+def page_evidence(page: str, text: str) -> Evidence:
+    return Evidence(f"{page}:0", page, "OXT", page, "", 1, "passage", 0, text, text)
+
+
+@pytest.mark.parametrize(
+    ("topic_text", "new"),
+    [("Gov2 platform: protection properties", True), ("OXT governance: the Gov1 charter, revised", False)],
+)
+def test_an_unsure_question_leaves_a_topic_whose_pages_never_name_its_thing(
+    topic_text: str, new: bool
+) -> None:
+    """The Gov2 platform document comes first by words for "… Gov1 OXT-Projekt-Governance-Charta …": it meets the
+    question, but it never says "Gov1", so the question is about something else; a topic page that does say it
+    holds the question."""
+    question = "Wie viele Überarbeitungen hat die Gov1 OXT-Projekt-Governance-Charta durchlaufen?"
+    c = HistoryCompleter().complete(
+        question, turns("Welche Eigenschaften der Gov2 Open XT Plattform haben mit Schutz zu tun?")
+    )
+    assert c.alone == question and c.topic_pages == ("p0",)
+    unsure = retrieved(
+        question, words=[("p0", 4.0), ("charter", 3.7)], meaning=[("arch", 0.849), ("other", 0.847)]
+    )
+    shown = [page_evidence("charter", "Gov1 OXT charter, revision 3"), page_evidence("p0", topic_text)]
+    assert (settle(c, replace(unsure, evidences=shown)).method == NEW_TOPIC) is new
 
 
 def test_the_topic_is_the_pages_its_turns_were_answered_from_first() -> None:

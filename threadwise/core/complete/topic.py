@@ -28,6 +28,7 @@ import re
 from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import replace
 
+from threadwise.core.answer.support import key_terms, missing_terms
 from threadwise.core.language import is_german
 from threadwise.core.retrieve.retriever import Retrieval
 from threadwise.core.retrieve.tokenize import STOPWORDS
@@ -313,7 +314,8 @@ def starts_anew(alone: Retrieval, question: str, pages: Collection[str]) -> bool
     German question over English pages cannot match by its words, and stays). Otherwise it must be sure where it
     leads — the best page by words among the first by meaning or the other way round, or its first two evidences
     on one page — and lead there, not to the topic's pages. Unsure, it starts anew when it names a thing
-    (`names_a_thing`) and none of the topic's pages is among its first candidates (`meets_topic`). A follow-up that
+    (`names_a_thing`) and none of the topic's pages is among its first candidates (`meets_topic`), or those
+    that are leave out a version or name it asks about (`lacks_its_names`). A follow-up that
     sounds self-contained but leads nowhere in particular ("Welche Konfiguration wird empfohlen?") stays on the
     topic."""
     if not alone.lexical:
@@ -325,14 +327,26 @@ def starts_anew(alone: Retrieval, question: str, pages: Collection[str]) -> bool
     sure = sure or (len(first) == 2 and first[0] == first[1])
     if not sure and not is_german(question) and _clear_by_words(alone, pages):
         return True
-    if not sure:  # scattered (a German question over English pages): a named thing that never meets the topic
-        return names_a_thing(question) and not meets_topic(alone, pages)
+    if not sure:  # scattered (a German question over English pages): a named thing the topic does not hold
+        return names_a_thing(question) and (
+            not meets_topic(alone, pages) or lacks_its_names(alone, question, pages)
+        )
     if _one_best_page(alone) not in (
         None,
         *pages,
     ):  # words, meaning and page ranking agree on a page elsewhere:
         return not holds_words(alone, pages, AGREED_SHARE)  # nor a topic page as near in meaning
     return not leads_to(alone, pages)
+
+
+def lacks_its_names(alone: Retrieval, question: str, pages: Collection[str]) -> bool:
+    """Whether the topic's pages, as the question's own retrieval shows them (its evidences from those pages),
+    leave out something the question names: a version, an acronym, a CamelCase name (`key_terms`, as the
+    answer's support check reads them). "Wie viele Überarbeitungen hat die Gov1 OXT-Projekt-Governance-Charta
+    durchlaufen?" meets the Gov2 platform document first by words, but that page never says "Gov1"."""
+    terms = key_terms(question)
+    texts = [e.context_text for e in alone.evidences if e.page_id in pages]
+    return bool(terms and texts and missing_terms(terms, texts))
 
 
 def _clear_by_words(alone: Retrieval, pages: Collection[str]) -> bool:
