@@ -32,9 +32,8 @@ def collect(lang: str, questions: str, cache: Path) -> list[dict[str, Any]]:
     """Ask every dev-split question as `eval` does (conversational ones with the conversation so far); keep
     what Explain needs."""
     from threadwise.connectors.files import load_pages
-    from threadwise.core.complete.conversation import conversation_history
     from threadwise.evaluation.dataset import load_conversations, rank_of_gold
-    from threadwise.evaluation.run import EvalConfig, build_eval_index, eval_pipeline
+    from threadwise.evaluation.run import EvalConfig, ask_turns, build_eval_index, eval_pipeline
     from threadwise.settings import load_settings
     from threadwise.wiring import Threadwise
 
@@ -62,13 +61,7 @@ def collect(lang: str, questions: str, cache: Path) -> list[dict[str, Any]]:
     )
     rows = []
     for conversation in load_conversations(cfg.qa, lang):
-        history: list[Any] = []
-        for turn in conversation:
-            if questions == "completed":
-                result = pipeline.ask(turn.completed)
-            else:
-                result = pipeline.ask(turn.question, conversation_history(history))
-            history.append(result.as_past_turn())
+        for turn, result in ask_turns(pipeline, conversation, questions):
             rank = rank_of_gold([e.page_id for e in result.sources], turn.gold_pages)
             if rank is None:  # eval explains only answers whose gold page was retrieved
                 continue

@@ -20,10 +20,9 @@ from pathlib import Path
 from typing import Any
 
 from threadwise.core.answer import confidence
-from threadwise.core.complete.conversation import conversation_history
 from threadwise.core.pipeline import Pipeline, TurnResult
-from threadwise.core.types import PastTurn
 from threadwise.evaluation.dataset import load_conversations, rank_of_gold
+from threadwise.evaluation.run import ask_turns
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from topic_switch import eval_retriever  # noqa: E402
@@ -44,13 +43,7 @@ def ask_all(cache: Path | None) -> dict[str, list[tuple[int | None, TurnResult]]
     for questions, lang in SETTINGS:
         rows = out.setdefault(f"{questions} {lang}", [])
         for conversation in load_conversations(SHARED / "qa-dev.json", lang):
-            history: list[PastTurn] = []
-            for turn in conversation:
-                if questions == "completed":
-                    result = pipeline.ask(turn.completed)
-                else:
-                    result = pipeline.ask(turn.question, conversation_history(history))
-                history.append(result.as_past_turn())
+            for turn, result in ask_turns(pipeline, conversation, questions):
                 rows.append((rank_of_gold([e.page_id for e in result.sources], turn.gold_pages), result))
         retriever.save()
     return out

@@ -23,14 +23,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from threadwise.core.complete.conversation import conversation_history
 from threadwise.core.complete.history import SEPARATOR, HistoryCompleter
 from threadwise.core.pipeline import Pipeline
 from threadwise.core.protocols import QuestionCompleter
 from threadwise.core.retrieve.retriever import Retrieval, RetrievalOptions, Retriever
-from threadwise.core.types import PastTurn, Scope
+from threadwise.core.types import Scope
 from threadwise.evaluation.dataset import QATurn, load_conversations, rank_of_gold
-from threadwise.evaluation.run import NoAnswer
+from threadwise.evaluation.run import NoAnswer, ask_turns
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from topic_switch_set import BEFORE, OFFSET, SHARED, fresh_threads, load_dev, switch_threads  # noqa: E402
@@ -40,18 +39,15 @@ def ask_all(conversations: list[list[QATurn]], pipeline: Pipeline) -> list[list[
     """Per conversation, per turn: (rank of the gold page, the completed question), asked as `eval` asks."""
     out = []
     for conversation in conversations:
-        answered: list[PastTurn] = []
-        rows = []
-        for turn in conversation:
-            result = pipeline.ask(turn.question, conversation_history(answered))
-            answered.append(result.as_past_turn())
-            rows.append(
+        out.append(
+            [
                 (
                     rank_of_gold([e.page_id for e in result.sources], turn.gold_pages),
                     result.completion.question,
                 )
-            )
-        out.append(rows)
+                for turn, result in ask_turns(pipeline, conversation, "conversational")
+            ]
+        )
     return out
 
 

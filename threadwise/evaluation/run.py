@@ -6,7 +6,7 @@ import re
 import statistics
 import time
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
@@ -102,6 +102,21 @@ def eval_pipeline(
     )
 
 
+def ask_turns(
+    pipeline: Pipeline, conversation: Sequence[QATurn], questions: str
+) -> Iterator[tuple[QATurn, TurnResult]]:
+    """Each turn of `conversation` asked as `eval` asks it: its completed question alone (`questions` =
+    "completed"), or its question with the thread so far, every answered turn remembered."""
+    history: list[PastTurn] = []
+    for turn in conversation:
+        if questions == "completed":
+            result = pipeline.ask(turn.completed)
+        else:
+            result = pipeline.ask(turn.question, conversation_history(history))
+        history.append(result.as_past_turn())
+        yield turn, result
+
+
 def run_eval(
     cfg: EvalConfig,
     pages: Sequence[Page],
@@ -141,13 +156,7 @@ def run_eval(
     explain_rows: list[dict[str, Any]] = []
     asked = 0
     for conversation in conversations:
-        history: list[PastTurn] = []
-        for turn in conversation:
-            if cfg.questions == "completed":
-                result = pipeline.ask(turn.completed)
-            else:
-                result = pipeline.ask(turn.question, conversation_history(history))
-            history.append(result.as_past_turn())
+        for turn, result in ask_turns(pipeline, conversation, cfg.questions):
             query_ms.append(result.timings_ms["retrieval"])
             rank = rank_of_gold([e.page_id for e in result.sources], turn.gold_pages)
             if turn.answerable:  # a question without gold pages has no rank to score
