@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import json
 import sys
 import time
 from dataclasses import dataclass
@@ -29,7 +28,15 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from slack_bench import QUESTIONS, at_once, bot_process, one_then_rounds, summary  # noqa: E402
+from slack_bench import (  # noqa: E402
+    QUESTIONS,
+    at_once,
+    bot_process,
+    load_arguments,
+    one_then_rounds,
+    print_report,
+    summary,
+)
 
 from tests.support.fake_slack import FakeSlack  # noqa: E402
 from tests.support.slack_events import SlackSender  # noqa: E402
@@ -144,18 +151,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--embedder", default="e5", help="e5 (default), use, minilm, bge-m3 or hashing")
-    parser.add_argument("--single", type=int, default=10, help="questions sent one at a time")
-    parser.add_argument("--concurrency", type=int, default=20)
-    parser.add_argument("--rounds", type=int, default=3, help="rounds of concurrent questions")
-    parser.add_argument("--workers", type=int, default=8, help="the bot's answer workers")
-    parser.add_argument("--slack-latency", type=float, default=0.0, help="seconds each Web API call takes")
-    parser.add_argument("--out", type=Path, help="also write the report as JSON")
+    load_arguments(parser, single=10, rounds=3, what="questions")
     args = parser.parse_args()
-    report = bench(args)
-    print(json.dumps(report, indent=2))
-    if args.out:
-        args.out.write_text(json.dumps(report, indent=2))
+    print_report(bench(args), args.out)
 
 
 if __name__ == "__main__":

@@ -181,6 +181,33 @@ def times(slack: FakeSlack, sent: list[Sent]) -> dict[str, list[float]]:
     return result
 
 
+def load_arguments(
+    parser: argparse.ArgumentParser,
+    *,
+    single: int,
+    rounds: int,
+    what: str = "mentions",
+    workers_help: str = "the bot's answer workers",
+    latency: tuple[str, str] = ("--slack-latency", "seconds each Web API call takes"),
+) -> None:
+    """The load options every bot bench takes: the embedder, the questions sent (`single` one at a time, then
+    `rounds` of `--concurrency`), the bot's workers, the fake's latency (flag, help) and where to write."""
+    parser.add_argument("--embedder", default="e5", help="e5 (default), use, minilm, bge-m3 or hashing")
+    parser.add_argument("--single", type=int, default=single, help=f"{what} sent one at a time")
+    parser.add_argument("--concurrency", type=int, default=20)
+    parser.add_argument("--rounds", type=int, default=rounds, help=f"rounds of concurrent {what}")
+    parser.add_argument("--workers", type=int, default=8, help=workers_help)
+    parser.add_argument(latency[0], type=float, default=0.0, help=latency[1])
+    parser.add_argument("--out", type=Path, help="also write the report as JSON")
+
+
+def print_report(report: dict[str, Any], out: Path | None) -> None:
+    """The report as JSON on stdout, and in `out` when given."""
+    print(json.dumps(report, indent=2))
+    if out:
+        out.write_text(json.dumps(report, indent=2))
+
+
 def summary(values: list[float]) -> dict[str, float]:
     a = np.array(values) * 1000
     return {
@@ -267,21 +294,12 @@ def main() -> None:
     p.add_argument("--data-dir", required=True)
     p.add_argument("--embedder", default="e5")
     p.add_argument("--workers", type=int, default=8)
-    parser.add_argument("--embedder", default="e5", help="e5 (default), use, minilm, bge-m3 or hashing")
-    parser.add_argument("--single", type=int, default=30, help="mentions sent one at a time")
-    parser.add_argument("--concurrency", type=int, default=20)
-    parser.add_argument("--rounds", type=int, default=5, help="rounds of concurrent mentions")
-    parser.add_argument("--workers", type=int, default=8, help="the bot's answer workers")
-    parser.add_argument("--slack-latency", type=float, default=0.0, help="seconds each Web API call takes")
-    parser.add_argument("--out", type=Path, help="also write the report as JSON")
+    load_arguments(parser, single=30, rounds=5)
     args = parser.parse_args()
     if args.mode == "serve":
         serve(args)
         return
-    report = bench(args)
-    print(json.dumps(report, indent=2))
-    if args.out:
-        args.out.write_text(json.dumps(report, indent=2))
+    print_report(bench(args), args.out)
 
 
 if __name__ == "__main__":

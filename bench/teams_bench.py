@@ -20,7 +20,6 @@ the answer message. Memory: the serving process's VmRSS after warm-up, VmRSS and
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import subprocess
 import sys
@@ -34,7 +33,14 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from procstat import memory_kb  # noqa: E402  (beside this script)
-from slack_bench import QUESTIONS, at_once, one_then_rounds, summary  # noqa: E402
+from slack_bench import (  # noqa: E402
+    QUESTIONS,
+    at_once,
+    load_arguments,
+    one_then_rounds,
+    print_report,
+    summary,
+)
 
 from tests.support.fake_bot_connector import FakeBotConnector  # noqa: E402
 from tests.support.fake_slack import FakeSlack  # noqa: E402
@@ -166,20 +172,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--embedder", default="e5", help="e5 (default), use, minilm, bge-m3 or hashing")
-    parser.add_argument("--single", type=int, default=30, help="mentions sent one at a time")
-    parser.add_argument("--concurrency", type=int, default=20)
-    parser.add_argument("--rounds", type=int, default=5, help="rounds of concurrent mentions")
-    parser.add_argument(
-        "--workers", type=int, default=8, help="the bot's answer workers (THREADWISE_TEAMS_WORKERS)"
+    load_arguments(
+        parser,
+        single=30,
+        rounds=5,
+        workers_help="the bot's answer workers (THREADWISE_TEAMS_WORKERS)",
+        latency=("--latency", "seconds each connector call takes"),
     )
-    parser.add_argument("--latency", type=float, default=0.0, help="seconds each connector call takes")
-    parser.add_argument("--out", type=Path, help="also write the report as JSON")
     args = parser.parse_args()
-    report = bench(args)
-    print(json.dumps(report, indent=2))
-    if args.out:
-        args.out.write_text(json.dumps(report, indent=2))
+    print_report(bench(args), args.out)
 
 
 if __name__ == "__main__":
