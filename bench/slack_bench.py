@@ -151,6 +151,17 @@ def one_then_rounds(
     return sequential, concurrent
 
 
+def under_load(
+    run_round: Callable[[list[str]], list[T]], *, pid: int, args: argparse.Namespace, report: dict[str, Any]
+) -> tuple[list[T], list[T]]:
+    """The benches' load (`one_then_rounds`, sized by `args`) on a warmed-up bot, with the bot process's memory
+    before and after it in `report`."""
+    report["memory_after_warm_up_kb"] = memory_kb(pid)
+    sent = one_then_rounds(run_round, single=args.single, rounds=args.rounds, concurrency=args.concurrency)
+    report["memory_end_kb"] = memory_kb(pid)
+    return sent
+
+
 def run_round(sender: SlackSender, slack: FakeSlack, questions: list[str], *, retry: bool) -> list[Sent]:
     """Send the mentions at once (one thread each) and wait until every one has its answer."""
     sent = at_once(lambda q: mention(sender, q, retry=retry), questions)
@@ -263,14 +274,9 @@ def bench(args: argparse.Namespace) -> dict[str, Any]:
     }
     with FakeSlack(delay=args.slack_latency) as slack, bot_process(slack, args) as (bot, sender):
         run_round(sender, slack, [QUESTIONS[0]], retry=False)  # warm-up: first request, auth.test
-        report["memory_after_warm_up_kb"] = memory_kb(bot.pid)
-        sequential, concurrent = one_then_rounds(
-            lambda batch: run_round(sender, slack, batch, retry=True),
-            single=args.single,
-            rounds=args.rounds,
-            concurrency=args.concurrency,
+        sequential, concurrent = under_load(
+            lambda batch: run_round(sender, slack, batch, retry=True), pid=bot.pid, args=args, report=report
         )
-        report["memory_end_kb"] = memory_kb(bot.pid)
         for name, sent in (("1 at a time", sequential), (f"{args.concurrency} concurrent", concurrent)):
             measured = times(slack, sent)
             report[name] = {

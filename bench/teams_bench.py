@@ -32,14 +32,13 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from procstat import memory_kb  # noqa: E402  (beside this script)
 from slack_bench import (  # noqa: E402
     QUESTIONS,
     at_once,
     load_arguments,
-    one_then_rounds,
     print_report,
     summary,
+    under_load,
 )
 
 from tests.support.fake_bot_connector import FakeBotConnector  # noqa: E402
@@ -145,14 +144,9 @@ def bench(args: argparse.Namespace) -> dict[str, Any]:
             wait_healthy(f"http://127.0.0.1:{slack_port}/healthz", bot)
             sender = TeamsSender(url=f"http://127.0.0.1:{teams_port}/api/messages", service_url=connector.url)
             run_round(sender, connector, [QUESTIONS[0]])  # warm-up
-            report["memory_after_warm_up_kb"] = memory_kb(bot.pid)
-            sequential, concurrent = one_then_rounds(
-                lambda batch: run_round(sender, connector, batch),
-                single=args.single,
-                rounds=args.rounds,
-                concurrency=args.concurrency,
+            sequential, concurrent = under_load(
+                lambda batch: run_round(sender, connector, batch), pid=bot.pid, args=args, report=report
             )
-            report["memory_end_kb"] = memory_kb(bot.pid)
             for name, sent in (("1 at a time", sequential), (f"{args.concurrency} concurrent", concurrent)):
                 measured = times(connector, sent)
                 report[name] = {
