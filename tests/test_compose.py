@@ -17,8 +17,7 @@ from typing import Any
 import pytest
 import yaml
 
-from threadwise.chat.serving import DRAIN_S
-from threadwise.settings import load_settings
+from threadwise.settings import DRAIN_SECONDS, load_settings
 from threadwise.wiring import Threadwise
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -99,7 +98,7 @@ def test_compose_and_the_dockerfile_agree() -> None:
         assert service["volumes"][0].split(":")[1] == "/data" == service["environment"]["THREADWISE_DATA_DIR"]
         assert "healthcheck" not in service  # the image's own
         grace = float(service["stop_grace_period"].removesuffix("s"))
-        assert grace > 10 + DRAIN_S  # the HTTP server's stop, then the drain, before Docker's SIGKILL
+        assert grace > 10 + DRAIN_SECONDS  # the HTTP server's stop, then the drain, before Docker's SIGKILL
     ignored = (ROOT / ".dockerignore").read_text(encoding="utf-8").split()
     assert ignored[ignored.index("*") :][:4] == ["*", "!pyproject.toml", "!README.md", "!threadwise/"]
 

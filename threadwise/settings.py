@@ -21,6 +21,11 @@ def default_data_dir(env: Mapping[str, str]) -> Path:
     return Path(base) / "threadwise"
 
 
+DRAIN_SECONDS = (
+    15  # `serve` on SIGTERM: the answers in progress get this long unless THREADWISE_DRAIN_SECONDS
+)
+
+
 @dataclass(frozen=True)
 class Settings:
     env: Mapping[str, str] = field(repr=False)  # the merged variables (file, then environment)
@@ -42,7 +47,7 @@ class Settings:
     report_shows_askers: bool = False
     # `serve` on SIGTERM: how long the answers in progress may finish before the rest is left to another replica
     # (THREADWISE_DRAIN_SECONDS); the orchestrator's grace period must exceed it plus 10 s (docs/operations.md)
-    drain_seconds: int = 15
+    drain_seconds: int = DRAIN_SECONDS
 
     def get(self, name: str, default: str = "") -> str:
         return self.env.get(name, default)
@@ -117,7 +122,7 @@ def load_settings(
         permissions=permissions_policy(merged),
         stale_after_days=_int(merged, "THREADWISE_STALE_AFTER_DAYS", 730),
         report_shows_askers=env_flag(merged, "THREADWISE_REPORT_SHOWS_ASKERS", False),
-        drain_seconds=_seconds(merged, "THREADWISE_DRAIN_SECONDS", 15),
+        drain_seconds=_seconds(merged, "THREADWISE_DRAIN_SECONDS", DRAIN_SECONDS),
     )
 
 

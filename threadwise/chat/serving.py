@@ -1,7 +1,7 @@
 """What every front end's `serve` shares: the scheduler it starts, and the drain on shutdown.
 
-On SIGTERM a front end stops taking requests, then the answers in progress and queued get DRAIN_S (or
-THREADWISE_DRAIN_SECONDS); what is
+On SIGTERM a front end stops taking requests, then the answers in progress and queued get the drain's seconds
+(THREADWISE_DRAIN_SECONDS, Settings.drain_seconds); what is
 left is handed over (its claim, no longer renewed, lapses to another replica). compose.yaml's
 stop_grace_period leaves room for both (tests/test_compose.py).
 """
@@ -12,8 +12,6 @@ import logging
 from typing import Protocol
 
 log = logging.getLogger(__name__)
-
-DRAIN_S = 15.0
 
 
 class Scheduler(Protocol):
@@ -26,7 +24,7 @@ class Drains(Protocol):
     def close(self, *, wait: bool = ...) -> None: ...
 
 
-def drain(bot: Drains, *, seconds: float = DRAIN_S) -> None:
+def drain(bot: Drains, *, seconds: float) -> None:
     """Let the answers in progress finish for at most `seconds`, then close the bot: what is still open is left
     to another replica."""
     if not bot.wait_idle(timeout=seconds):

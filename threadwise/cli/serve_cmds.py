@@ -41,7 +41,7 @@ def register(subparsers: Any, build: Build) -> None:
         "--host", default="0.0.0.0", help="address to listen on with --http and --teams (default 0.0.0.0)"
     )
     p.add_argument("--no-sync", action="store_true", help="do not run the sync scheduler in this process")
-    # exit_at_once: once drained (slack/serve.py's DRAIN_S), answers still running are another replica's to finish
+    # exit_at_once: once drained (THREADWISE_DRAIN_SECONDS), answers still running are another replica's to finish
     p.set_defaults(func=lambda args: _serve(build(), args), exit_at_once=True)
 
     p = subparsers.add_parser(

@@ -13,7 +13,7 @@ import signal
 import threading
 from collections.abc import Callable
 
-from threadwise.chat.serving import DRAIN_S, Scheduler, drain
+from threadwise.chat.serving import Scheduler, drain
 from threadwise.slack.app import SlackBot
 from threadwise.slack.http_server import EVENTS_PATH, HttpLimits, HttpServer
 from threadwise.slack.settings import SlackSettings
@@ -45,7 +45,7 @@ def serve(
     scheduler: Scheduler | None = None,
     warm_up: Callable[[], None] | None = None,
     limits: HttpLimits | None = None,
-    drain_s: float = DRAIN_S,
+    drain_s: float,
 ) -> None:
     """Run until Ctrl-C or SIGTERM: the sync scheduler, then Slack (Socket Mode, or HTTP on `http_port`); on
     the way out the answers in progress get `drain_s`."""

@@ -20,7 +20,7 @@ import uvicorn
 from fastapi import Response
 
 from threadwise import metrics
-from threadwise.chat.serving import DRAIN_S, Scheduler, drain
+from threadwise.chat.serving import Scheduler, drain
 from threadwise.teams.app import MESSAGES_PATH, TeamsBot
 
 log = logging.getLogger(__name__)
@@ -109,7 +109,7 @@ class TeamsServer:
 
 
 @contextmanager
-def serve_teams(bot: TeamsBot, *, host: str, port: int, drain_s: float = DRAIN_S) -> Iterator[TeamsServer]:
+def serve_teams(bot: TeamsBot, *, host: str, port: int, drain_s: float) -> Iterator[TeamsServer]:
     """Serve `bot`'s endpoint while the block runs, then give the answers in progress `drain_s`; refuses to
     start (ValueError, saying what to set) with settings that cannot authenticate requests."""
     settings = bot.settings
