@@ -182,10 +182,15 @@ def shared_words(question: str, topic: Iterable[str]) -> int:
 
 def shares_topic(question: str, topic: Iterable[str]) -> bool:
     """Whether `question` stays on the topic of the texts `topic`: a word of it, or two of a long question."""
+    return _enough_shared(question, shared_words(question, topic))
+
+
+def _enough_shared(question: str, shared: int) -> bool:
+    """Whether `shared` words in common hold `question` on a topic: one, or two for a long question."""
     own = len(
         {part for word in content_words(question) for part in word.split("-")}
     )  # "Build-Standorte": two
-    return shared_words(question, topic) >= (2 if own >= LONG else 1)
+    return shared >= (2 if own >= LONG else 1)
 
 
 def numbers(text: str) -> set[str]:
@@ -233,10 +238,11 @@ def holding_words(question: str, topic: Sequence[str]) -> tuple[tuple[str, str],
     though it names a new thing (`hold` reads how common they are). None when it names a version or number the
     topic did not: "How many build locations were used for OpenXT 7.x?" after questions on 9.0.2 tests asks about
     another release, whatever words it shares."""
-    if not shares_topic(question, topic):
-        return ()
+    pairs = shared_pairs(question, topic)
     seen = {n for text in topic for n in numbers(text)}
-    return () if numbers(question) - seen else tuple(shared_pairs(question, topic))
+    if not _enough_shared(question, len(pairs)) or numbers(question) - seen:
+        return ()
+    return tuple(pairs)
 
 
 def topic_start(history: Sequence[PastTurn]) -> int:
